@@ -1,0 +1,1 @@
+//! Criterion benchmarks for walkrag live in `benches/`; this library is empty on purpose.

@@ -1,0 +1,56 @@
+//! One module per subcommand, plus the helpers they share.
+
+pub mod bench;
+pub mod embed;
+pub mod models;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use serde::de::DeserializeOwned;
+
+/// Reads JSON Lines from `path` (stdin when `None`), failing on the first bad line with its
+/// number. Blank lines are skipped.
+pub fn read_jsonl<T: DeserializeOwned>(path: Option<&Path>) -> anyhow::Result<Vec<T>> {
+    let (reader, name): (Box<dyn Read>, String) = match path {
+        Some(p) => (
+            Box::new(
+                std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
+            ),
+            p.display().to_string(),
+        ),
+        None => (Box::new(std::io::stdin()), "<stdin>".to_string()),
+    };
+    let mut out = Vec::new();
+    for (n, line) in BufReader::new(reader).lines().enumerate() {
+        let line =
+            line.with_context(|| format!("{name}:{}: cannot read (is it UTF-8 text?)", n + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(&line) {
+            Ok(v) => out.push(v),
+            Err(e) => bail!("{name}:{}: {e}", n + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// A progress bar on stderr, shown only when stderr is a terminal.
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>10} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .expect("template is valid")
+        .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}

@@ -1,0 +1,55 @@
+//! `walkrag`: multi-turn retrieval over long documents, from the command line.
+//!
+//! The command-line contract (flags, `--json` shapes, exit codes) is ../shared/INTERFACE.md;
+//! each subcommand lives in its own module under `cmd/`.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// walkrag: ask multi-hop questions of long documents, with local models.
+///
+/// Models come from the models directory ($WALKRAG_MODELS, default ~/.cache/walkrag/models),
+/// filled by scripts/fetch-models.sh. Logs go to stderr (set RUST_LOG=debug for more);
+/// results go to stdout, as JSON Lines with --json.
+///
+/// Exit codes: 0 success, 1 nothing found, 2 error.
+#[derive(Parser)]
+#[command(name = "walkrag", version, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Embed(cmd::embed::Args),
+    #[command(subcommand)]
+    Models(cmd::models::Command),
+    #[command(subcommand)]
+    Bench(cmd::bench::Command),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Embed(args) => cmd::embed::run(args),
+        Command::Models(command) => cmd::models::run(command),
+        Command::Bench(command) => cmd::bench::run(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("walkrag: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Types and traits shared by every walkrag crate.
+//!
+//! This crate is deliberately light (no candle, no HTTP, no async runtime) so that the walker
+//! and its tests can depend on the [`Embedder`] trait without linking a model runtime.
+
+pub mod catalog;
+mod embedder;
+mod hash;
+
+pub use catalog::{models_dir, Catalog, CatalogModel, ModelKind};
+pub use embedder::{EmbedError, Embedder, Embeddings};
+pub use hash::sha256_file;

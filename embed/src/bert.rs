@@ -1,0 +1,349 @@
+//! A sentence-transformers BERT model (Transformer -> mean Pooling -> Normalize) on candle.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use serde::Deserialize;
+use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use walkrag_core::{EmbedError, Embedder, Embeddings};
+
+use crate::source::ModelSpec;
+
+/// How texts are grouped into forward passes.
+///
+/// Texts are sorted by token count first, so each batch pads only to its own longest text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPolicy {
+    /// Most texts in one forward pass.
+    pub max_batch: usize,
+    /// Most padded tokens (texts x longest text) in one forward pass; keeps activations in cache.
+    pub max_batch_tokens: usize,
+}
+
+impl Default for BatchPolicy {
+    /// Measured with `walkrag bench embed` on hotpotqa-100 (see README): larger batches did not
+    /// go faster on 2 cores, smaller ones lost throughput to per-call overhead.
+    fn default() -> Self {
+        Self {
+            max_batch: 32,
+            max_batch_tokens: 4096,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+}
+
+/// A loaded sentence-transformers BERT model.
+pub struct SentenceEmbedder {
+    id: String,
+    model: BertModel,
+    /// Truncates at `max_tokens`, pads nothing (batches are padded by hand).
+    tokenizer: Tokenizer,
+    /// The same tokenizer without truncation, for counting tokens.
+    counter: Tokenizer,
+    device: Device,
+    dim: usize,
+    max_tokens: usize,
+    policy: BatchPolicy,
+}
+
+fn load_err(what: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Load(what.to_string())
+}
+
+fn compute_err(e: candle_core::Error) -> EmbedError {
+    EmbedError::Compute(e.to_string())
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, EmbedError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| load_err(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| load_err(format!("{} is not valid: {e}", path.display())))
+}
+
+impl SentenceEmbedder {
+    /// Loads the model named by an `--embedder` spec (`minilm`, a folder, or a hub id).
+    pub fn load(spec: &str) -> Result<Self, EmbedError> {
+        let parsed = ModelSpec::parse(spec)?;
+        let dir = parsed.resolve()?;
+        let name = match &parsed {
+            ModelSpec::Catalog(name) | ModelSpec::Hub(name) => name.clone(),
+            ModelSpec::Dir(dir) => dir
+                .canonicalize()
+                .unwrap_or_else(|_| dir.clone())
+                .display()
+                .to_string(),
+        };
+        Self::load_dir(&dir, &name)
+    }
+
+    /// Loads a sentence-transformers folder; `name` goes into [`Embedder::id`].
+    pub fn load_dir(dir: &Path, name: &str) -> Result<Self, EmbedError> {
+        let config: Config = read_json(&dir.join("config.json"))?;
+
+        let pooling_path = dir.join("1_Pooling/config.json");
+        if pooling_path.is_file() {
+            let pooling: PoolingConfig = read_json(&pooling_path)?;
+            if !pooling.pooling_mode_mean_tokens
+                || pooling.pooling_mode_cls_token
+                || pooling.pooling_mode_max_tokens
+            {
+                return Err(load_err(format!(
+                    "{}: only mean pooling is supported",
+                    pooling_path.display()
+                )));
+            }
+        }
+        let st_config = dir.join("sentence_bert_config.json");
+        let max_tokens = if st_config.is_file() {
+            read_json::<SentenceBertConfig>(&st_config)?.max_seq_length
+        } else {
+            None
+        }
+        .unwrap_or(config.max_position_embeddings)
+        .min(config.max_position_embeddings);
+
+        let tokenizer_path = dir.join("tokenizer.json");
+        let mut counter = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| load_err(format!("cannot load {}: {e}", tokenizer_path.display())))?;
+        // tokenizer.json may ship fixed padding and a shorter truncation (MiniLM's does: 128);
+        // sentence-transformers overrides both, and so do we.
+        counter.with_padding(None);
+        counter
+            .with_truncation(None)
+            .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
+        let mut tokenizer = counter.clone();
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
+
+        let weights = dir.join("model.safetensors");
+        let checksum = sha256_prefix(&weights)?;
+        let device = Device::Cpu;
+        // Safety: the weights file is memory-mapped read-only; walkrag never writes model files
+        // while a model is loaded, and fetch-models.sh replaces a model folder by renaming.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
+            .map_err(|e| load_err(format!("cannot read {}: {e}", weights.display())))?;
+        let model = BertModel::load(vb, &config).map_err(|e| {
+            load_err(format!(
+                "{} does not hold a BERT model: {e}",
+                weights.display()
+            ))
+        })?;
+
+        Ok(Self {
+            id: format!("{name}@{checksum}"),
+            model,
+            tokenizer,
+            counter,
+            device,
+            dim: config.hidden_size,
+            max_tokens,
+            policy: BatchPolicy::default(),
+        })
+    }
+
+    /// Changes how texts are batched.
+    pub fn with_batch_policy(mut self, policy: BatchPolicy) -> Self {
+        assert!(
+            policy.max_batch > 0 && policy.max_batch_tokens > 0,
+            "batch limits must be positive"
+        );
+        self.policy = policy;
+        self
+    }
+
+    /// Token ids as the model sees them (truncated, special tokens included).
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        Ok(self.encode(&[text])?.remove(0).get_ids().to_vec())
+    }
+
+    fn encode(&self, texts: &[&str]) -> Result<Vec<Encoding>, EmbedError> {
+        self.tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))
+    }
+
+    /// Runs one batch of encodings (longest first) and writes each pooled, normalised vector into
+    /// `out` at the row given by `rows`.
+    fn run_batch(
+        &self,
+        batch: &[&Encoding],
+        rows: &[usize],
+        ids: &mut Vec<u32>,
+        mask: &mut Vec<u32>,
+        pooled: &mut Vec<f32>,
+        out: &mut Embeddings,
+    ) -> Result<(), EmbedError> {
+        let seq = batch.iter().map(|e| e.len()).max().unwrap_or(0);
+        ids.clear();
+        mask.clear();
+        for enc in batch {
+            ids.extend_from_slice(enc.get_ids());
+            ids.resize(ids.len() + seq - enc.len(), 0);
+            mask.extend(std::iter::repeat_n(1u32, enc.len()));
+            mask.resize(mask.len() + seq - enc.len(), 0);
+        }
+        let shape = (batch.len(), seq);
+        let input = Tensor::from_slice(ids, shape, &self.device).map_err(compute_err)?;
+        let mask_t = Tensor::from_slice(mask, shape, &self.device).map_err(compute_err)?;
+        let types = input.zeros_like().map_err(compute_err)?;
+        let hidden = self
+            .model
+            .forward(&input, &types, Some(&mask_t))
+            .map_err(compute_err)?;
+
+        // Mean over real tokens: padding is multiplied out, then divide by each text's length.
+        let weights = mask_t
+            .to_dtype(DType::F32)
+            .and_then(|m| m.unsqueeze(2))
+            .map_err(compute_err)?;
+        let summed = hidden
+            .broadcast_mul(&weights)
+            .and_then(|h| h.sum(1))
+            .map_err(compute_err)?;
+        pooled.clear();
+        pooled.extend(
+            summed
+                .flatten_all()
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(compute_err)?,
+        );
+
+        for ((vector, enc), &row) in pooled.chunks_exact(self.dim).zip(batch).zip(rows) {
+            let dst = out.row_mut(row);
+            let n = enc.len() as f32;
+            let mut norm = 0.0f32;
+            for (d, v) in dst.iter_mut().zip(vector) {
+                *d = v / n;
+                norm += *d * *d;
+            }
+            let norm = norm.sqrt().max(1e-12);
+            dst.iter_mut().for_each(|d| *d /= norm);
+        }
+        Ok(())
+    }
+}
+
+/// The first 12 hex digits of a file's sha256: enough to tell model files apart in a manifest.
+fn sha256_prefix(path: &Path) -> Result<String, EmbedError> {
+    let mut sum = walkrag_core::sha256_file(path)
+        .map_err(|e| load_err(format!("cannot read {}: {e}", path.display())))?;
+    sum.truncate(12);
+    Ok(sum)
+}
+
+/// Splits `order` (indices sorted longest first) into batches within `policy`.
+fn plan_batches(
+    order: &[usize],
+    len_of: impl Fn(usize) -> usize,
+    policy: BatchPolicy,
+) -> Vec<std::ops::Range<usize>> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        // The first text of a batch is its longest, so the padded size is count x that length.
+        let longest = len_of(order[start]).max(1);
+        let fit = (policy.max_batch_tokens / longest).clamp(1, policy.max_batch);
+        let end = (start + fit).min(order.len());
+        batches.push(start..end);
+        start = end;
+    }
+    batches
+}
+
+impl Embedder for SentenceEmbedder {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        self.counter
+            .encode(text, true)
+            .map(|e| e.len())
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Embeddings, EmbedError> {
+        let mut out = Embeddings::zeros(texts.len(), self.dim);
+        if texts.is_empty() {
+            return Ok(out);
+        }
+        let encodings = self.encode(texts)?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
+
+        let (mut ids, mut mask, mut pooled) = (Vec::new(), Vec::new(), Vec::new());
+        let mut batch: Vec<&Encoding> = Vec::with_capacity(self.policy.max_batch);
+        for range in plan_batches(&order, |i| encodings[i].len(), self.policy) {
+            let rows = &order[range];
+            batch.clear();
+            batch.extend(rows.iter().map(|&i| &encodings[i]));
+            self.run_batch(&batch, rows, &mut ids, &mut mask, &mut pooled, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_both_limits() {
+        let lens = [256, 200, 120, 120, 60, 10, 10, 2];
+        let order: Vec<usize> = (0..lens.len()).collect();
+        let policy = BatchPolicy {
+            max_batch: 3,
+            max_batch_tokens: 400,
+        };
+        let batches = plan_batches(&order, |i| lens[i], policy);
+        assert_eq!(batches, vec![0..1, 1..3, 3..6, 6..8]);
+        for b in &batches {
+            assert!(b.len() <= 3);
+            assert!(b.len() * lens[b.start] <= 400 || b.len() == 1);
+        }
+    }
+
+    #[test]
+    fn an_overlong_text_still_gets_a_batch_of_its_own() {
+        let batches = plan_batches(
+            &[0],
+            |_| 10_000,
+            BatchPolicy {
+                max_batch: 8,
+                max_batch_tokens: 100,
+            },
+        );
+        assert_eq!(batches, vec![0..1]);
+    }
+}

@@ -1,0 +1,1 @@
+//! Accuracy benchmarking: datasets, metrics, reports (issue: eval). Empty until then.
