@@ -9,11 +9,39 @@ use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use walkrag_core::{EmbedError, Embedder, Embeddings};
 
+use crate::packed::PackedBert;
 use crate::source::ModelSpec;
+
+/// Which implementation runs the transformer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The packed encoder when the model's config allows it (GELU, absolute positions), else
+    /// candle-transformers' BERT.
+    #[default]
+    Auto,
+    /// Unpadded batches through fused kernels: several times faster (see README).
+    Packed,
+    /// candle-transformers' `BertModel` on padded batches: the reference implementation.
+    Candle,
+}
+
+/// Host buffers of the candle backend, reused from batch to batch.
+#[derive(Default)]
+struct PaddedBuffers {
+    ids: Vec<u32>,
+    mask: Vec<u32>,
+    pooled: Vec<f32>,
+}
+
+enum Encoder {
+    Packed(PackedBert),
+    Candle(BertModel),
+}
 
 /// How texts are grouped into forward passes.
 ///
-/// Texts are sorted by token count first, so each batch pads only to its own longest text.
+/// Texts are sorted by token count first. The candle backend pads each batch to its longest
+/// text, so a batch costs count x longest tokens; the packed backend costs its real tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchPolicy {
     /// Most texts in one forward pass.
@@ -51,7 +79,7 @@ struct PoolingConfig {
 /// A loaded sentence-transformers BERT model.
 pub struct SentenceEmbedder {
     id: String,
-    model: BertModel,
+    encoder: Encoder,
     /// Truncates at `max_tokens`, pads nothing (batches are padded by hand).
     tokenizer: Tokenizer,
     /// The same tokenizer without truncation, for counting tokens.
@@ -80,6 +108,11 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, EmbedError>
 impl SentenceEmbedder {
     /// Loads the model named by an `--embedder` spec (`minilm`, a folder, or a hub id).
     pub fn load(spec: &str) -> Result<Self, EmbedError> {
+        Self::load_with(spec, Backend::Auto)
+    }
+
+    /// Loads a model with a chosen backend.
+    pub fn load_with(spec: &str, backend: Backend) -> Result<Self, EmbedError> {
         let parsed = ModelSpec::parse(spec)?;
         let dir = parsed.resolve()?;
         let name = match &parsed {
@@ -90,11 +123,11 @@ impl SentenceEmbedder {
                 .display()
                 .to_string(),
         };
-        Self::load_dir(&dir, &name)
+        Self::load_dir(&dir, &name, backend)
     }
 
     /// Loads a sentence-transformers folder; `name` goes into [`Embedder::id`].
-    pub fn load_dir(dir: &Path, name: &str) -> Result<Self, EmbedError> {
+    pub fn load_dir(dir: &Path, name: &str, backend: Backend) -> Result<Self, EmbedError> {
         let config: Config = read_json(&dir.join("config.json"))?;
 
         let pooling_path = dir.join("1_Pooling/config.json");
@@ -145,16 +178,28 @@ impl SentenceEmbedder {
         // while a model is loaded, and fetch-models.sh replaces a model folder by renaming.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
             .map_err(|e| load_err(format!("cannot read {}: {e}", weights.display())))?;
-        let model = BertModel::load(vb, &config).map_err(|e| {
+        let not_bert = |e: &dyn std::fmt::Display| {
             load_err(format!(
                 "{} does not hold a BERT model: {e}",
                 weights.display()
             ))
-        })?;
+        };
+        let encoder = match backend {
+            Backend::Auto | Backend::Packed if PackedBert::supports(&config) => {
+                Encoder::Packed(PackedBert::load(vb, &config).map_err(|e| not_bert(&e))?)
+            }
+            Backend::Packed => {
+                return Err(load_err(format!(
+                    "the packed backend does not support this model's config (activation {:?}, positions {:?})",
+                    config.hidden_act, config.position_embedding_type
+                )))
+            }
+            Backend::Auto | Backend::Candle => Encoder::Candle(BertModel::load(vb, &config).map_err(|e| not_bert(&e))?),
+        };
 
         Ok(Self {
             id: format!("{name}@{checksum}"),
-            model,
+            encoder,
             tokenizer,
             counter,
             device,
@@ -162,6 +207,14 @@ impl SentenceEmbedder {
             max_tokens,
             policy: BatchPolicy::default(),
         })
+    }
+
+    /// The backend that runs the transformer.
+    pub fn backend(&self) -> Backend {
+        match self.encoder {
+            Encoder::Packed(_) => Backend::Packed,
+            Encoder::Candle(_) => Backend::Candle,
+        }
     }
 
     /// Changes how texts are batched.
@@ -185,17 +238,17 @@ impl SentenceEmbedder {
             .map_err(|e| EmbedError::Tokenize(e.to_string()))
     }
 
-    /// Runs one batch of encodings (longest first) and writes each pooled, normalised vector into
-    /// `out` at the row given by `rows`.
-    fn run_batch(
+    /// Runs one padded batch of encodings (longest first) through candle-transformers' BERT and
+    /// writes each pooled, normalised vector into `out` at the row given by `rows`.
+    fn run_candle_batch(
         &self,
+        model: &BertModel,
         batch: &[&Encoding],
         rows: &[usize],
-        ids: &mut Vec<u32>,
-        mask: &mut Vec<u32>,
-        pooled: &mut Vec<f32>,
+        buffers: &mut PaddedBuffers,
         out: &mut Embeddings,
     ) -> Result<(), EmbedError> {
+        let PaddedBuffers { ids, mask, pooled } = buffers;
         let seq = batch.iter().map(|e| e.len()).max().unwrap_or(0);
         ids.clear();
         mask.clear();
@@ -209,8 +262,7 @@ impl SentenceEmbedder {
         let input = Tensor::from_slice(ids, shape, &self.device).map_err(compute_err)?;
         let mask_t = Tensor::from_slice(mask, shape, &self.device).map_err(compute_err)?;
         let types = input.zeros_like().map_err(compute_err)?;
-        let hidden = self
-            .model
+        let hidden = model
             .forward(&input, &types, Some(&mask_t))
             .map_err(compute_err)?;
 
@@ -254,19 +306,32 @@ fn sha256_prefix(path: &Path) -> Result<String, EmbedError> {
     Ok(sum)
 }
 
-/// Splits `order` (indices sorted longest first) into batches within `policy`.
+/// Splits `order` (indices sorted longest first) into batches within `policy`. With `padded`,
+/// a batch costs count x its first (longest) text; without, the sum of its texts.
 fn plan_batches(
     order: &[usize],
     len_of: impl Fn(usize) -> usize,
     policy: BatchPolicy,
+    padded: bool,
 ) -> Vec<std::ops::Range<usize>> {
     let mut batches = Vec::new();
     let mut start = 0;
     while start < order.len() {
-        // The first text of a batch is its longest, so the padded size is count x that length.
         let longest = len_of(order[start]).max(1);
-        let fit = (policy.max_batch_tokens / longest).clamp(1, policy.max_batch);
-        let end = (start + fit).min(order.len());
+        let mut end = start + 1;
+        let mut cost = longest;
+        while end < order.len() && end - start < policy.max_batch {
+            let next = if padded {
+                longest
+            } else {
+                len_of(order[end]).max(1)
+            };
+            if cost + next > policy.max_batch_tokens {
+                break;
+            }
+            cost += next;
+            end += 1;
+        }
         batches.push(start..end);
         start = end;
     }
@@ -302,13 +367,40 @@ impl Embedder for SentenceEmbedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
 
-        let (mut ids, mut mask, mut pooled) = (Vec::new(), Vec::new(), Vec::new());
-        let mut batch: Vec<&Encoding> = Vec::with_capacity(self.policy.max_batch);
-        for range in plan_batches(&order, |i| encodings[i].len(), self.policy) {
-            let rows = &order[range];
-            batch.clear();
-            batch.extend(rows.iter().map(|&i| &encodings[i]));
-            self.run_batch(&batch, rows, &mut ids, &mut mask, &mut pooled, &mut out)?;
+        let len_of = |i: usize| encodings[i].len();
+        match &self.encoder {
+            Encoder::Packed(model) => {
+                let batches = plan_batches(&order, len_of, self.policy, false);
+                let most = batches
+                    .iter()
+                    .map(|b| order[b.clone()].iter().map(|&i| len_of(i)).sum())
+                    .max()
+                    .unwrap_or(0);
+                let mut scratch = model.scratch(most);
+                let mut pooled = vec![0.0f32; self.policy.max_batch * self.dim];
+                let mut ids: Vec<&[u32]> = Vec::with_capacity(self.policy.max_batch);
+                let threads = crate::compute_threads();
+                for range in batches {
+                    let rows = &order[range];
+                    ids.clear();
+                    ids.extend(rows.iter().map(|&i| encodings[i].get_ids()));
+                    let pooled = &mut pooled[..rows.len() * self.dim];
+                    model.embed_batch(&ids, &mut scratch, pooled, threads);
+                    for (&row, vector) in rows.iter().zip(pooled.chunks_exact(self.dim)) {
+                        out.row_mut(row).copy_from_slice(vector);
+                    }
+                }
+            }
+            Encoder::Candle(model) => {
+                let mut buffers = PaddedBuffers::default();
+                let mut batch: Vec<&Encoding> = Vec::with_capacity(self.policy.max_batch);
+                for range in plan_batches(&order, len_of, self.policy, true) {
+                    let rows = &order[range];
+                    batch.clear();
+                    batch.extend(rows.iter().map(|&i| &encodings[i]));
+                    self.run_candle_batch(model, &batch, rows, &mut buffers, &mut out)?;
+                }
+            }
         }
         Ok(out)
     }
@@ -326,24 +418,34 @@ mod tests {
             max_batch: 3,
             max_batch_tokens: 400,
         };
-        let batches = plan_batches(&order, |i| lens[i], policy);
-        assert_eq!(batches, vec![0..1, 1..3, 3..6, 6..8]);
-        for b in &batches {
+        let padded = plan_batches(&order, |i| lens[i], policy, true);
+        assert_eq!(padded, vec![0..1, 1..3, 3..6, 6..8]);
+        for b in &padded {
             assert!(b.len() <= 3);
             assert!(b.len() * lens[b.start] <= 400 || b.len() == 1);
         }
+        let packed = plan_batches(&order, |i| lens[i], policy, false);
+        assert_eq!(packed, vec![0..1, 1..3, 3..6, 6..8]);
+        let packed = plan_batches(
+            &order,
+            |i| lens[i],
+            BatchPolicy {
+                max_batch: 8,
+                max_batch_tokens: 400,
+            },
+            false,
+        );
+        assert_eq!(packed, vec![0..1, 1..3, 3..8]);
     }
 
     #[test]
     fn an_overlong_text_still_gets_a_batch_of_its_own() {
-        let batches = plan_batches(
-            &[0],
-            |_| 10_000,
-            BatchPolicy {
-                max_batch: 8,
-                max_batch_tokens: 100,
-            },
-        );
-        assert_eq!(batches, vec![0..1]);
+        let policy = BatchPolicy {
+            max_batch: 8,
+            max_batch_tokens: 100,
+        };
+        for padded in [true, false] {
+            assert_eq!(plan_batches(&[0], |_| 10_000, policy, padded), vec![0..1]);
+        }
     }
 }

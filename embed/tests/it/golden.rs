@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use walkrag_embed::{BatchPolicy, Embedder, SentenceEmbedder};
+use walkrag_embed::{Backend, BatchPolicy, Embedder, SentenceEmbedder};
 
 /// The golden folder: `$WALKRAG_GOLDEN/minilm-l6-v2`, else `../shared/golden/minilm-l6-v2`
 /// beside the repository.
@@ -71,10 +71,26 @@ fn goldens() -> Vec<Golden> {
         .collect()
 }
 
+/// The default (packed) encoder.
 fn model() -> &'static SentenceEmbedder {
     static MODEL: OnceLock<SentenceEmbedder> = OnceLock::new();
     MODEL.get_or_init(|| {
-        SentenceEmbedder::load("minilm").expect("minilm is installed (scripts/fetch-models.sh)")
+        let m = SentenceEmbedder::load("minilm")
+            .expect("minilm is installed (scripts/fetch-models.sh)");
+        assert_eq!(
+            m.backend(),
+            Backend::Packed,
+            "MiniLM runs on the packed encoder by default"
+        );
+        m
+    })
+}
+
+/// candle-transformers' BERT: the reference the packed encoder must agree with.
+fn reference() -> &'static SentenceEmbedder {
+    static MODEL: OnceLock<SentenceEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        SentenceEmbedder::load_with("minilm", Backend::Candle).expect("minilm loads")
     })
 }
 
@@ -94,7 +110,12 @@ fn token_ids_match_sentence_transformers() {
 
 #[test]
 fn embeddings_match_sentence_transformers_one_at_a_time() {
-    let m = model();
+    for m in [model(), reference()] {
+        check_one_at_a_time(m);
+    }
+}
+
+fn check_one_at_a_time(m: &SentenceEmbedder) {
     assert_eq!(m.dim(), 384);
     assert_eq!(m.max_tokens(), 256);
     for g in goldens() {
@@ -102,7 +123,32 @@ fn embeddings_match_sentence_transformers_one_at_a_time() {
         let norm = dot(&v, &v).sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "{}: norm {norm}", g.id);
         let cos = dot(&v, &g.embedding);
-        assert!(cos >= 0.999, "{}: cosine {cos} to the golden vector", g.id);
+        assert!(
+            cos >= 0.999,
+            "{:?} {}: cosine {cos} to the golden vector",
+            m.backend(),
+            g.id
+        );
+    }
+}
+
+#[test]
+fn packed_and_reference_encoders_agree_on_a_mixed_batch() {
+    let goldens = goldens();
+    let texts: Vec<&str> = goldens.iter().map(|g| g.text.as_str()).collect();
+    let packed = model().embed(&texts).unwrap();
+    let reference = reference().embed(&texts).unwrap();
+    for ((g, a), b) in goldens.iter().zip(packed.rows()).zip(reference.rows()) {
+        let max_diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            max_diff < 1e-5,
+            "{}: packed and candle differ by {max_diff}",
+            g.id
+        );
     }
 }
 
