@@ -371,25 +371,41 @@ impl Embedder for SentenceEmbedder {
         match &self.encoder {
             Encoder::Packed(model) => {
                 let batches = plan_batches(&order, len_of, self.policy, false);
+                let threads = crate::compute_threads();
+                // With several batches, each core runs whole batches on its own (no per-GEMM
+                // synchronisation); a single batch (a query) is split across cores instead.
+                let workers = threads.min(batches.len()).max(1);
+                let per_batch_threads = if workers > 1 { 1 } else { threads };
                 let most = batches
                     .iter()
                     .map(|b| order[b.clone()].iter().map(|&i| len_of(i)).sum())
                     .max()
                     .unwrap_or(0);
-                let mut scratch = model.scratch(most);
-                let mut pooled = vec![0.0f32; self.policy.max_batch * self.dim];
-                let mut ids: Vec<&[u32]> = Vec::with_capacity(self.policy.max_batch);
-                let threads = crate::compute_threads();
-                for range in batches {
-                    let rows = &order[range];
-                    ids.clear();
-                    ids.extend(rows.iter().map(|&i| encodings[i].get_ids()));
-                    let pooled = &mut pooled[..rows.len() * self.dim];
-                    model.embed_batch(&ids, &mut scratch, pooled, threads);
-                    for (&row, vector) in rows.iter().zip(pooled.chunks_exact(self.dim)) {
-                        out.row_mut(row).copy_from_slice(vector);
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let shared_out = std::sync::Mutex::new(&mut out);
+                std::thread::scope(|scope| {
+                    for _ in 0..workers {
+                        scope.spawn(|| {
+                            let mut scratch = model.scratch(most);
+                            let mut pooled = vec![0.0f32; self.policy.max_batch * self.dim];
+                            let mut ids: Vec<&[u32]> = Vec::with_capacity(self.policy.max_batch);
+                            loop {
+                                let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(range) = batches.get(b) else { break };
+                                let rows = &order[range.clone()];
+                                ids.clear();
+                                ids.extend(rows.iter().map(|&i| encodings[i].get_ids()));
+                                let pooled = &mut pooled[..rows.len() * self.dim];
+                                model.embed_batch(&ids, &mut scratch, pooled, per_batch_threads);
+                                let mut out = shared_out.lock().unwrap_or_else(|e| e.into_inner());
+                                for (&row, vector) in rows.iter().zip(pooled.chunks_exact(self.dim))
+                                {
+                                    out.row_mut(row).copy_from_slice(vector);
+                                }
+                            }
+                        });
                     }
-                }
+                });
             }
             Encoder::Candle(model) => {
                 let mut buffers = PaddedBuffers::default();

@@ -36,7 +36,7 @@ fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
+    let n = (x * std::f32::consts::LOG2_E).round_ties_even();
     let y = (x - n * LN2_HI) - n * LN2_LO;
     let mut p = 1.0 / 5040.0;
     p = p * y + 1.0 / 720.0;
@@ -74,16 +74,31 @@ dispatch! {
     pub fn gelu(xs: &mut [f32]) => gelu_generic
 }
 
+/// Lanes of the reductions below: eight f32 accumulators fill one AVX2 register. A plain
+/// running sum would not vectorise, since float addition may not be reordered.
+const LANES: usize = 8;
+
+/// Folds `xs` with `op` in [`LANES`] independent accumulators, then folds those.
+#[inline(always)]
+fn reduce(xs: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut acc = [init; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (a, x) in acc.iter_mut().zip(chunk) {
+            *a = op(*a, *x);
+        }
+    }
+    tail.iter()
+        .fold(acc.into_iter().fold(init, &op), |a, x| op(a, *x))
+}
+
 #[inline(always)]
 fn softmax_rows_generic(xs: &mut [f32], width: usize) {
     for row in xs.chunks_exact_mut(width) {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
-        for x in row.iter_mut() {
-            *x = exp(*x - max);
-            sum += *x;
-        }
-        let inv = 1.0 / sum;
+        let max = reduce(row, f32::NEG_INFINITY, |a, x| if x > a { x } else { a });
+        row.iter_mut().for_each(|x| *x = exp(*x - max));
+        let inv = 1.0 / reduce(row, 0.0, |a, x| a + x);
         row.iter_mut().for_each(|x| *x *= inv);
     }
 }
@@ -97,17 +112,10 @@ dispatch! {
 fn add_layer_norm_generic(xs: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let width = gamma.len();
     for (row, res) in xs.chunks_exact_mut(width).zip(residual.chunks_exact(width)) {
-        let mut sum = 0.0;
-        for (x, r) in row.iter_mut().zip(res) {
-            *x += r;
-            sum += *x;
-        }
-        let mean = sum / width as f32;
-        let mut var = 0.0;
-        for x in row.iter() {
-            var += (x - mean) * (x - mean);
-        }
-        let inv = 1.0 / (var / width as f32 + eps).sqrt();
+        row.iter_mut().zip(res).for_each(|(x, r)| *x += r);
+        let mean = reduce(row, 0.0, |a, x| a + x) / width as f32;
+        let var = reduce(row, 0.0, |a, x| a + (x - mean) * (x - mean)) / width as f32;
+        let inv = 1.0 / (var + eps).sqrt();
         for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
             *x = (*x - mean) * inv * g + b;
         }

@@ -301,6 +301,7 @@ impl PackedBert {
                 &scratch.qkv[..rows * 3 * h],
                 &spans,
                 &mut scratch.context[..rows * h],
+                threads,
             );
             layer
                 .attn_out
@@ -337,7 +338,13 @@ impl PackedBert {
 
     /// Multi-head self-attention of every text over itself: `context = softmax(QKᵀ/√d)·V`,
     /// one task per (text, head), each writing its own columns of its own rows of `context`.
-    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], context: &mut [f32]) {
+    fn attention(
+        &self,
+        qkv: &[f32],
+        spans: &[(usize, usize)],
+        context: &mut [f32],
+        threads: usize,
+    ) {
         let (h, heads) = (self.hidden, self.heads);
         let d = h / heads;
         let scale = 1.0 / (d as f32).sqrt();
@@ -347,66 +354,71 @@ impl PackedBert {
             .flat_map(|&(start, len)| (0..heads).map(move |head| (start, len, head)))
             .collect();
         let ctx = SharedMut(context.as_mut_ptr());
-        tasks.par_iter().for_each_init(
-            || vec![0.0f32; longest * longest],
-            |scores, &(start, len, head)| {
-                let ctx = &ctx;
-                let scores = &mut scores[..len * len];
-                let q = qkv[start * 3 * h + head * d..].as_ptr();
-                // SAFETY: Q, K and V of this text and head lie inside `qkv` (rows start..start+len,
-                // stride 3h; columns head·d.., +h for K, +2h for V). `scores` is this task's own.
-                // The destination block (rows start..start+len, columns head·d..head·d+d of
-                // `context`) belongs to this task alone: tasks differ in text or in head.
-                unsafe {
-                    let k = q.add(h);
-                    let v = q.add(2 * h);
-                    gemm::gemm(
-                        len,
-                        len,
-                        d,
-                        scores.as_mut_ptr(),
-                        1,
-                        len as isize,
-                        false,
-                        q,
-                        1,
-                        3 * h as isize,
-                        k,
-                        3 * h as isize,
-                        1,
-                        0.0,
-                        scale,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                    kernels::softmax_rows(scores, len);
-                    let dst = ctx.0.add(start * h + head * d);
-                    gemm::gemm(
-                        len,
-                        d,
-                        len,
-                        dst,
-                        1,
-                        h as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        len as isize,
-                        v,
-                        1,
-                        3 * h as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
-            },
-        );
+        let run = |scores: &mut Vec<f32>, &(start, len, head): &(usize, usize, usize)| {
+            let ctx = &ctx;
+            let scores = &mut scores[..len * len];
+            let q = qkv[start * 3 * h + head * d..].as_ptr();
+            // SAFETY: Q, K and V of this text and head lie inside `qkv` (rows start..start+len,
+            // stride 3h; columns head·d.., +h for K, +2h for V). `scores` is this task's own.
+            // The destination block (rows start..start+len, columns head·d..head·d+d of
+            // `context`) belongs to this task alone: tasks differ in text or in head.
+            unsafe {
+                let k = q.add(h);
+                let v = q.add(2 * h);
+                gemm::gemm(
+                    len,
+                    len,
+                    d,
+                    scores.as_mut_ptr(),
+                    1,
+                    len as isize,
+                    false,
+                    q,
+                    1,
+                    3 * h as isize,
+                    k,
+                    3 * h as isize,
+                    1,
+                    0.0,
+                    scale,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+                kernels::softmax_rows(scores, len);
+                let dst = ctx.0.add(start * h + head * d);
+                gemm::gemm(
+                    len,
+                    d,
+                    len,
+                    dst,
+                    1,
+                    h as isize,
+                    false,
+                    scores.as_ptr(),
+                    1,
+                    len as isize,
+                    v,
+                    1,
+                    3 * h as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        };
+        if threads > 1 {
+            tasks
+                .par_iter()
+                .for_each_init(|| vec![0.0f32; longest * longest], run);
+        } else {
+            let mut scores = vec![0.0f32; longest * longest];
+            tasks.iter().for_each(|task| run(&mut scores, task));
+        }
     }
 }
 
