@@ -78,27 +78,44 @@ dispatch! {
 /// running sum would not vectorise, since float addition may not be reordered.
 const LANES: usize = 8;
 
-/// Folds `xs` with `op` in [`LANES`] independent accumulators, then folds those.
+/// The sum of `f(x)` over `xs`, in [`LANES`] independent accumulators.
 #[inline(always)]
-fn reduce(xs: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut acc = [init; LANES];
+fn sum_by(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
     let chunks = xs.chunks_exact(LANES);
-    let tail = chunks.remainder();
+    let tail = chunks.remainder().iter().map(|&x| f(x)).sum::<f32>();
     for chunk in chunks {
-        for (a, x) in acc.iter_mut().zip(chunk) {
-            *a = op(*a, *x);
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a += f(x);
         }
     }
-    tail.iter()
-        .fold(acc.into_iter().fold(init, &op), |a, x| op(a, *x))
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The largest value of `xs` (NaN-free input), in [`LANES`] independent accumulators.
+#[inline(always)]
+fn max(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let tail = chunks
+        .remainder()
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    for chunk in chunks {
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a = if x > *a { x } else { *a };
+        }
+    }
+    acc.into_iter().fold(tail, f32::max)
 }
 
 #[inline(always)]
 fn softmax_rows_generic(xs: &mut [f32], width: usize) {
     for row in xs.chunks_exact_mut(width) {
-        let max = reduce(row, f32::NEG_INFINITY, |a, x| if x > a { x } else { a });
+        let max = max(row);
         row.iter_mut().for_each(|x| *x = exp(*x - max));
-        let inv = 1.0 / reduce(row, 0.0, |a, x| a + x);
+        let inv = 1.0 / sum_by(row, |x| x);
         row.iter_mut().for_each(|x| *x *= inv);
     }
 }
@@ -113,8 +130,8 @@ fn add_layer_norm_generic(xs: &mut [f32], residual: &[f32], gamma: &[f32], beta:
     let width = gamma.len();
     for (row, res) in xs.chunks_exact_mut(width).zip(residual.chunks_exact(width)) {
         row.iter_mut().zip(res).for_each(|(x, r)| *x += r);
-        let mean = reduce(row, 0.0, |a, x| a + x) / width as f32;
-        let var = reduce(row, 0.0, |a, x| a + (x - mean) * (x - mean)) / width as f32;
+        let mean = sum_by(row, |x| x) / width as f32;
+        let var = sum_by(row, |x| (x - mean) * (x - mean)) / width as f32;
         let inv = 1.0 / (var + eps).sqrt();
         for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
             *x = (*x - mean) * inv * g + b;
@@ -205,6 +222,18 @@ mod tests {
             sum += term / (2.0 * n + 1.0);
         }
         (sum * 2.0 / std::f64::consts::PI.sqrt()) as f32
+    }
+
+    #[test]
+    fn lane_reductions_cover_every_element() {
+        let xs: Vec<f32> = (0..21).map(|i| i as f32 - 5.0).collect();
+        assert_eq!(sum_by(&xs, |x| x), xs.iter().sum::<f32>());
+        assert_eq!(
+            sum_by(&xs, |x| x * x),
+            xs.iter().map(|x| x * x).sum::<f32>()
+        );
+        assert_eq!(max(&xs), 15.0);
+        assert_eq!(max(&xs[..3]), -3.0);
     }
 
     #[test]
