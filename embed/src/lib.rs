@@ -10,6 +10,7 @@
 
 mod bert;
 mod kernels;
+mod matmul;
 mod packed;
 mod source;
 

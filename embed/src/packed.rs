@@ -4,7 +4,7 @@
 //! A batch is the token rows of several texts laid end to end (`[tokens, hidden]`). Every dense
 //! layer is then one large GEMM over real tokens only, with the bias folded into the GEMM's
 //! accumulator; attention runs per text and head on strided views of the fused QKV matrix, in
-//! parallel. All activations live in a [`Scratch`] allocated once per `embed` call.
+//! parallel. Dense layers use [`Dense`] (weights packed at load). All activations live in a [`Scratch`] allocated once per `embed` call.
 
 use candle_core::Tensor;
 use candle_nn::VarBuilder;
@@ -13,21 +13,21 @@ use rayon::prelude::*;
 use walkrag_core::EmbedError;
 
 use crate::kernels;
+use crate::matmul::Dense;
 
 fn load_err(e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Load(e.to_string())
 }
 
-/// A weight matrix stored `[in, out]` row-major, ready to be a GEMM's right-hand side.
-struct Dense {
+/// PyTorch `Linear` weights as read, transposed to `[in, out]` row-major.
+struct Linear {
     weight: Vec<f32>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
 }
 
-impl Dense {
-    /// Loads PyTorch `Linear` weights (`[out, in]`) and transposes them.
+impl Linear {
     fn load(vb: &VarBuilder, inputs: usize, outputs: usize) -> Result<Self, EmbedError> {
         let w = vb.get((outputs, inputs), "weight").map_err(load_err)?;
         let bias = vb
@@ -42,8 +42,8 @@ impl Dense {
         })
     }
 
-    /// Several `Linear`s over the same input, side by side (Q, K and V as one `[in, 3·out]`).
-    fn fuse(parts: &[Dense]) -> Self {
+    /// Several layers over the same input, side by side (Q, K and V as one `[in, 3·out]`).
+    fn fuse(parts: &[Linear]) -> Self {
         let inputs = parts[0].inputs;
         let outputs = parts.iter().map(|p| p.outputs).sum();
         let mut weight = Vec::with_capacity(inputs * outputs);
@@ -61,45 +61,8 @@ impl Dense {
         }
     }
 
-    /// `out[rows, outputs] = bias + input[rows, inputs] · weight`.
-    fn forward(&self, input: &[f32], rows: usize, out: &mut [f32], threads: usize) {
-        let out = &mut out[..rows * self.outputs];
-        for row in out.chunks_exact_mut(self.outputs) {
-            row.copy_from_slice(&self.bias);
-        }
-        // SAFETY: `input` holds rows x inputs values, `weight` inputs x outputs, `out` rows x
-        // outputs; all row-major with the strides given, and `out` does not alias the others.
-        unsafe {
-            gemm::gemm(
-                rows,
-                self.outputs,
-                self.inputs,
-                out.as_mut_ptr(),
-                1,
-                self.outputs as isize,
-                true,
-                input[..rows * self.inputs].as_ptr(),
-                1,
-                self.inputs as isize,
-                self.weight.as_ptr(),
-                1,
-                self.outputs as isize,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                parallelism(threads),
-            );
-        }
-    }
-}
-
-fn parallelism(threads: usize) -> gemm::Parallelism {
-    if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
+    fn packed(self) -> Dense {
+        Dense::new(self.weight, self.bias, self.inputs, self.outputs)
     }
 }
 
@@ -202,17 +165,17 @@ impl PackedBert {
             .map(|i| {
                 let l = vb.pp(format!("encoder.layer.{i}"));
                 let a = l.pp("attention");
-                let qkv = Dense::fuse(&[
-                    Dense::load(&a.pp("self.query"), h, h)?,
-                    Dense::load(&a.pp("self.key"), h, h)?,
-                    Dense::load(&a.pp("self.value"), h, h)?,
+                let qkv = Linear::fuse(&[
+                    Linear::load(&a.pp("self.query"), h, h)?,
+                    Linear::load(&a.pp("self.key"), h, h)?,
+                    Linear::load(&a.pp("self.value"), h, h)?,
                 ]);
                 Ok(Layer {
-                    qkv,
-                    attn_out: Dense::load(&a.pp("output.dense"), h, h)?,
+                    qkv: qkv.packed(),
+                    attn_out: Linear::load(&a.pp("output.dense"), h, h)?.packed(),
                     attn_norm: Norm::load(&a.pp("output.LayerNorm"), h)?,
-                    up: Dense::load(&l.pp("intermediate.dense"), h, inter)?,
-                    down: Dense::load(&l.pp("output.dense"), inter, h)?,
+                    up: Linear::load(&l.pp("intermediate.dense"), h, inter)?.packed(),
+                    down: Linear::load(&l.pp("output.dense"), inter, h)?.packed(),
                     out_norm: Norm::load(&l.pp("output.LayerNorm"), h)?,
                 })
             })
