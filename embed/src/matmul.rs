@@ -50,7 +50,7 @@ impl Dense {
     pub fn new(weight: Vec<f32>, bias: Vec<f32>, inputs: usize, outputs: usize) -> Self {
         assert_eq!(weight.len(), inputs * outputs, "weight shape");
         assert_eq!(bias.len(), outputs, "bias shape");
-        let layout = if has_avx2_fma() && outputs % PANEL == 0 {
+        let layout = if has_avx2_fma() && outputs.is_multiple_of(PANEL) {
             let mut panels = Vec::with_capacity(weight.len());
             for p in 0..outputs / PANEL {
                 for row in weight.chunks_exact(outputs) {
