@@ -98,6 +98,13 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
 #[test]
 fn token_ids_match_sentence_transformers() {
     let m = model();
@@ -139,11 +146,7 @@ fn packed_and_reference_encoders_agree_on_a_mixed_batch() {
     let packed = model().embed(&texts).unwrap();
     let reference = reference().embed(&texts).unwrap();
     for ((g, a), b) in goldens.iter().zip(packed.rows()).zip(reference.rows()) {
-        let max_diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let max_diff = max_abs_diff(a, b);
         assert!(
             max_diff < 1e-5,
             "{}: packed and candle differ by {max_diff}",
@@ -157,7 +160,7 @@ fn batched_embeddings_equal_single_ones() {
     let m = model();
     let goldens = goldens();
     let texts: Vec<&str> = goldens.iter().map(|g| g.text.as_str()).collect();
-    // Small batches force several padded batches of mixed lengths.
+    // Small batches force several batches of mixed lengths.
     let small = SentenceEmbedder::load("minilm")
         .unwrap()
         .with_batch_policy(BatchPolicy {
@@ -169,11 +172,7 @@ fn batched_embeddings_equal_single_ones() {
         assert_eq!(all.len(), texts.len());
         for (g, row) in goldens.iter().zip(all.rows()) {
             let single = m.embed_one(&g.text).unwrap();
-            let max_diff = row
-                .iter()
-                .zip(&single)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
+            let max_diff = max_abs_diff(row, &single);
             assert!(
                 max_diff < 1e-5,
                 "{}: batched differs from single by {max_diff}",
