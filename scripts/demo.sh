@@ -12,16 +12,19 @@ echo; echo "== installed models"
 $walkrag models list
 
 echo; echo "== embedding demo/passages.jsonl with all-MiniLM-L6-v2 (first values of each vector)"
-$walkrag embed --input demo/passages.jsonl | python3 -c '
+show_similarities=$(cat <<'PY'
 import json, sys
-rows = [json.loads(l) for l in sys.stdin]
+rows = [json.loads(line) for line in sys.stdin]
 for r in rows:
-    print(f"{r[\"id\"]:>12}  dim={len(r[\"embedding\"])}  [{\", \".join(f\"{x:+.3f}\" for x in r[\"embedding\"][:4])}, ...]")
-q = rows[0]["embedding"]
-print("\ncosine similarity to", rows[0]["id"])
-for r in rows[1:]:
-    print(f"{r[\"id\"]:>12}  {sum(a*b for a, b in zip(q, r[\"embedding\"])):.3f}")
-'
+    head = ", ".join(f"{x:+.3f}" for x in r["embedding"][:4])
+    print(f"{r['id']:>14}  dim={len(r['embedding'])}  [{head}, ...]")
+query = rows[0]
+print(f"\ncosine similarity to '{query['id']}' (vectors are unit length, so a dot product):")
+for r in sorted(rows[1:], key=lambda r: -sum(a * b for a, b in zip(query["embedding"], r["embedding"]))):
+    print(f"{r['id']:>14}  {sum(a * b for a, b in zip(query['embedding'], r['embedding'])):.3f}")
+PY
+)
+$walkrag embed --input demo/passages.jsonl | python3 -c "$show_similarities"
 
 echo; echo "== embedding throughput on the demo passages"
 $walkrag bench embed --corpus demo/passages.jsonl --runs 1

@@ -47,9 +47,17 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A reader that stopped reading (`walkrag embed | head`) is not an error.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("walkrag: error: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
