@@ -26,6 +26,14 @@ enum Layout {
     RowMajor(Vec<f32>),
 }
 
+/// What is applied to a dense layer's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    None,
+    /// Exact (erf) GELU, applied to each block of rows while it is still in cache.
+    Gelu,
+}
+
 /// A dense layer with its weights laid out for the fastest kernel this CPU runs.
 pub struct Dense {
     layout: Layout,
@@ -69,8 +77,15 @@ impl Dense {
         }
     }
 
-    /// `out[rows, outputs] = input[rows, inputs] · W + b`, on up to `threads` threads.
-    pub fn forward(&self, input: &[f32], rows: usize, out: &mut [f32], threads: usize) {
+    /// `out[rows, outputs] = act(input[rows, inputs] · W + b)`, on up to `threads` threads.
+    pub fn forward(
+        &self,
+        input: &[f32],
+        rows: usize,
+        out: &mut [f32],
+        act: Activation,
+        threads: usize,
+    ) {
         let (k, n) = (self.inputs, self.outputs);
         let input = &input[..rows * k];
         let out = &mut out[..rows * n];
@@ -89,6 +104,9 @@ impl Dense {
                             &self.bias,
                             dst,
                         )
+                    }
+                    if act == Activation::Gelu {
+                        crate::kernels::gelu(dst);
                     }
                 };
                 if threads > 1 && rows > BLOCK_ROWS {
@@ -131,6 +149,9 @@ impl Dense {
                         false,
                         parallelism,
                     );
+                }
+                if act == Activation::Gelu {
+                    crate::kernels::gelu(out);
                 }
             }
         }
@@ -285,7 +306,7 @@ mod tests {
             let x = matrix(rows * k, rows as u32);
             for threads in [1, 2] {
                 let mut out = vec![0.0; rows * n];
-                dense.forward(&x, rows, &mut out, threads);
+                dense.forward(&x, rows, &mut out, Activation::None, threads);
                 for i in 0..rows {
                     for j in 0..n {
                         let want: f32 =
@@ -306,7 +327,11 @@ mod tests {
         let (k, n) = (3, 5);
         let dense = Dense::new(matrix(k * n, 3), vec![1.0; n], k, n);
         let mut out = vec![0.0; 2 * n];
-        dense.forward(&[0.0; 6], 2, &mut out, 1);
-        assert_eq!(out, vec![1.0; 2 * n]);
+        dense.forward(&[0.0; 6], 2, &mut out, Activation::Gelu, 1);
+        // GELU(1) = 0.5 * (1 + erf(1/sqrt 2)).
+        assert!(
+            out.iter().all(|v| (v - 0.841_344_7).abs() < 1e-6),
+            "{out:?}"
+        );
     }
 }

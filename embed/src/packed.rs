@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use walkrag_core::EmbedError;
 
 use crate::kernels;
-use crate::matmul::Dense;
+use crate::matmul::{Activation, Dense};
 
 fn load_err(e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Load(e.to_string())
@@ -259,16 +259,22 @@ impl PackedBert {
             })
             .collect();
         for layer in &self.layers {
-            layer.qkv.forward(hidden, rows, &mut scratch.qkv, threads);
+            layer
+                .qkv
+                .forward(hidden, rows, &mut scratch.qkv, Activation::None, threads);
             self.attention(
                 &scratch.qkv[..rows * 3 * h],
                 &spans,
                 &mut scratch.context[..rows * h],
                 threads,
             );
-            layer
-                .attn_out
-                .forward(&scratch.context, rows, &mut scratch.projected, threads);
+            layer.attn_out.forward(
+                &scratch.context,
+                rows,
+                &mut scratch.projected,
+                Activation::None,
+                threads,
+            );
             kernels::add_layer_norm(
                 &mut scratch.projected[..rows * h],
                 hidden,
@@ -277,14 +283,16 @@ impl PackedBert {
                 self.eps,
             );
 
+            layer.up.forward(
+                &scratch.projected,
+                rows,
+                &mut scratch.up,
+                Activation::Gelu,
+                threads,
+            );
             layer
-                .up
-                .forward(&scratch.projected, rows, &mut scratch.up, threads);
-            let width = self.intermediate;
-            scratch.up[..rows * width]
-                .par_chunks_mut(width * 64)
-                .for_each(kernels::gelu);
-            layer.down.forward(&scratch.up, rows, hidden, threads);
+                .down
+                .forward(&scratch.up, rows, hidden, Activation::None, threads);
             kernels::add_layer_norm(
                 hidden,
                 &scratch.projected[..rows * h],
