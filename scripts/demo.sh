@@ -20,8 +20,9 @@ for r in rows:
     print(f"{r['id']:>14}  dim={len(r['embedding'])}  [{head}, ...]")
 query = rows[0]
 print(f"\ncosine similarity to '{query['id']}' (vectors are unit length, so a dot product):")
-for r in sorted(rows[1:], key=lambda r: -sum(a * b for a, b in zip(query["embedding"], r["embedding"]))):
-    print(f"{r['id']:>14}  {sum(a * b for a, b in zip(query['embedding'], r['embedding'])):.3f}")
+scores = [(sum(a * b for a, b in zip(query["embedding"], r["embedding"])), r["id"]) for r in rows[1:]]
+for score, name in sorted(scores, reverse=True):
+    print(f"{name:>14}  {score:.3f}")
 PY
 )
 $walkrag embed --input demo/passages.jsonl | python3 -c "$show_similarities"

@@ -284,16 +284,11 @@ impl SentenceEmbedder {
                 .map_err(compute_err)?,
         );
 
-        for ((vector, enc), &row) in pooled.chunks_exact(self.dim).zip(batch).zip(rows) {
+        // The masked sum points where the mean does: normalising it gives the embedding.
+        for (vector, &row) in pooled.chunks_exact(self.dim).zip(rows) {
             let dst = out.row_mut(row);
-            let n = enc.len() as f32;
-            let mut norm = 0.0f32;
-            for (d, v) in dst.iter_mut().zip(vector) {
-                *d = v / n;
-                norm += *d * *d;
-            }
-            let norm = norm.sqrt().max(1e-12);
-            dst.iter_mut().for_each(|d| *d /= norm);
+            dst.copy_from_slice(vector);
+            crate::kernels::normalise(dst);
         }
         Ok(())
     }

@@ -125,17 +125,24 @@ dispatch! {
     pub fn softmax_rows(xs: &mut [f32], width: usize) => softmax_rows_generic
 }
 
+/// LayerNorm of one row in place.
+#[inline(always)]
+fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let width = row.len() as f32;
+    let mean = sum_by(row, |x| x) / width;
+    let var = sum_by(row, |x| (x - mean) * (x - mean)) / width;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+        *x = (*x - mean) * inv * g + b;
+    }
+}
+
 #[inline(always)]
 fn add_layer_norm_generic(xs: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let width = gamma.len();
     for (row, res) in xs.chunks_exact_mut(width).zip(residual.chunks_exact(width)) {
         row.iter_mut().zip(res).for_each(|(x, r)| *x += r);
-        let mean = sum_by(row, |x| x) / width as f32;
-        let var = sum_by(row, |x| (x - mean) * (x - mean)) / width as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-            *x = (*x - mean) * inv * g + b;
-        }
+        layer_norm_row(row, gamma, beta, eps);
     }
 }
 
@@ -144,9 +151,22 @@ dispatch! {
     pub fn add_layer_norm(xs: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) => add_layer_norm_generic
 }
 
-/// `xs = LayerNorm(xs)` row by row.
-pub fn layer_norm(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32, zeros: &[f32]) {
-    add_layer_norm(xs, zeros, gamma, beta, eps)
+#[inline(always)]
+fn layer_norm_generic(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    for row in xs.chunks_exact_mut(gamma.len()) {
+        layer_norm_row(row, gamma, beta, eps);
+    }
+}
+
+dispatch! {
+    /// `xs = LayerNorm(xs)` row by row (rows as wide as `gamma`).
+    pub fn layer_norm(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) => layer_norm_generic
+}
+
+/// Scales `v` to unit L2 norm (a zero vector stays zero).
+pub fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    v.iter_mut().for_each(|x| *x /= norm);
 }
 
 /// Writes the L2-normalised mean of `rows` (row-major, `out.len()` wide) into `out`.
@@ -156,8 +176,7 @@ pub fn mean_pool_normalised(rows: &[f32], out: &mut [f32]) {
         out.iter_mut().zip(row).for_each(|(o, x)| *o += x);
     }
     // The mean's direction is the sum's: normalising the sum is enough.
-    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    out.iter_mut().for_each(|o| *o /= norm);
+    normalise(out);
 }
 
 #[cfg(test)]
@@ -252,6 +271,16 @@ mod tests {
         let mean: f32 = xs.iter().sum::<f32>() / 4.0;
         assert!((mean - 0.5).abs() < 1e-6);
         assert!((xs[3] - (0.5 + 1.5 / 1.25f32.sqrt())).abs() < 1e-5);
+    }
+
+    #[test]
+    fn layer_norm_is_add_layer_norm_without_a_residual() {
+        let (gamma, beta) = ([0.5f32, 2.0, 1.0], [0.1f32, -0.1, 0.0]);
+        let mut plain = [3.0f32, -1.0, 0.5, 7.0, 7.0, 8.0];
+        let mut added = plain;
+        layer_norm(&mut plain, &gamma, &beta, 1e-12);
+        add_layer_norm(&mut added, &[0.0; 6], &gamma, &beta, 1e-12);
+        assert_eq!(plain, added);
     }
 
     #[test]

@@ -109,7 +109,6 @@ pub struct Scratch {
     context: Vec<f32>,
     projected: Vec<f32>,
     up: Vec<f32>,
-    zeros: Vec<f32>,
 }
 
 /// BERT weights laid out for packed inference.
@@ -203,7 +202,6 @@ impl PackedBert {
             context: vec![0.0; tokens * h],
             projected: vec![0.0; tokens * h],
             up: vec![0.0; tokens * self.intermediate],
-            zeros: vec![0.0; tokens * h],
         }
     }
 
@@ -220,7 +218,7 @@ impl PackedBert {
         let h = self.hidden;
         let rows: usize = texts.iter().map(|t| t.len()).sum();
         assert!(
-            scratch.zeros.len() >= rows * h,
+            scratch.hidden.len() >= rows * h,
             "scratch sized for fewer tokens than the batch holds"
         );
         let hidden = &mut scratch.hidden[..rows * h];
@@ -247,7 +245,6 @@ impl PackedBert {
             &self.embed_norm.gamma,
             &self.embed_norm.beta,
             self.eps,
-            &scratch.zeros[..rows * h],
         );
 
         let spans: Vec<(usize, usize)> = texts
