@@ -25,6 +25,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Index(cmd::index::Args),
+    Search(cmd::query::SearchArgs),
+    Outline(cmd::query::OutlineArgs),
+    Show(cmd::query::ShowArgs),
     Embed(cmd::embed::Args),
     #[command(subcommand)]
     Models(cmd::models::Command),
@@ -41,6 +45,10 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Index(args) => cmd::index::run(args),
+        Command::Search(args) => cmd::query::search(args),
+        Command::Outline(args) => cmd::query::outline(args),
+        Command::Show(args) => cmd::query::show(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::Models(command) => cmd::models::run(command),
         Command::Bench(command) => cmd::bench::run(command),

@@ -1,6 +1,7 @@
 //! The [`Embedder`] trait: text in, L2-normalised vectors out.
 
 use std::fmt;
+use std::ops::Range;
 
 /// A dense row-major matrix of embeddings, one row per input text.
 #[derive(Clone, PartialEq)]
@@ -96,6 +97,10 @@ pub trait Embedder: Send + Sync {
 
     /// How many tokens `text` becomes, special tokens included, before truncation.
     fn count_tokens(&self, text: &str) -> Result<usize, EmbedError>;
+
+    /// The byte range in `text` of every token it becomes, special tokens excluded, without
+    /// truncation. Chunkers use it to cut long text at token boundaries.
+    fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>, EmbedError>;
 
     /// Embeds every text; row `i` of the result belongs to `texts[i]`.
     fn embed(&self, texts: &[&str]) -> Result<Embeddings, EmbedError>;

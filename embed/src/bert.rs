@@ -1,5 +1,6 @@
 //! A sentence-transformers BERT model (Transformer -> mean Pooling -> Normalize) on candle.
 
+use std::ops::Range;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
@@ -352,6 +353,18 @@ impl Embedder for SentenceEmbedder {
             .encode(text, true)
             .map(|e| e.len())
             .map_err(|e| EmbedError::Tokenize(e.to_string()))
+    }
+
+    fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>, EmbedError> {
+        let encoding = self
+            .counter
+            .encode(text, false)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        Ok(encoding
+            .get_offsets()
+            .iter()
+            .map(|&(start, end)| start..end)
+            .collect())
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Embeddings, EmbedError> {

@@ -38,6 +38,14 @@ impl SectionId {
         ]))
     }
 
+    /// The id used instead of [`SectionId::new`] when that one is already taken in the index by
+    /// another section (a 32-bit hash collides now and then in indexes of many sections).
+    pub fn salted(doc: &DocId, path: &[String], salt: u32) -> Self {
+        let mut salted = path.to_vec();
+        salted.push(format!("\u{0}#{salt}"));
+        Self::new(doc, &salted)
+    }
+
     /// Reads the 8-hex-digit form (any case).
     pub fn parse(text: &str) -> Option<Self> {
         (text.len() == 8 && text.bytes().all(|b| b.is_ascii_hexdigit()))

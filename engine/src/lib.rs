@@ -1,10 +1,29 @@
 //! walkrag's document index: documents → sections → chunks → vectors → HNSW, on disk.
 //!
-//! Built so far: the id types ([`DocId`], [`SectionId`], [`ChunkId`]) and the Markdown
-//! sectioner ([`markdown::sections`]). Chunking, embedding, HNSW and the on-disk index come
-//! with the rest of the document-index issue.
+//! - [`ingest`] finds files and reads them into [`Document`]s (Markdown, plain text,
+//!   `llms.txt`, PDF, `.jsonl` corpora), with one warning per bad input.
+//! - [`markdown`] splits Markdown into a section tree with stable ids.
+//! - [`chunk`] cuts sections into chunks that fit the embedder.
+//! - [`ann`] searches vectors exactly or through an HNSW graph.
+//! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
+//!   searches it.
+//! - [`outline`] renders the abridged outline with section ids.
 
+pub mod ann;
+pub mod chunk;
+pub mod document;
 mod ids;
+pub mod index;
+pub mod ingest;
 pub mod markdown;
+pub mod outline;
 
+pub use ann::AnnParams;
+pub use chunk::{Chunk, ChunkSpec};
+pub use document::{Document, Format};
 pub use ids::{ChunkId, DocId, SectionId};
+pub use index::{
+    update, ChunkRef, Hit, Index, IndexError, IndexedDoc, Item, Manifest, Progress, Quiet,
+    SearchOptions, Summary, UpdateOptions,
+};
+pub use ingest::{SkipReason, Skipped};

@@ -8,10 +8,12 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use serde::{Deserialize, Serialize};
+
 use crate::ids::{DocId, SectionId};
 
 /// One heading of a document and the text directly under it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Section {
     pub id: SectionId,
     /// Headings from the document's top heading down to this one; empty for the preamble.

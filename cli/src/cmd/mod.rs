@@ -2,7 +2,12 @@
 
 pub mod bench;
 pub mod embed;
+pub mod index;
 pub mod models;
+pub mod query;
+
+/// Where the index lives unless `--index` says otherwise.
+pub const DEFAULT_INDEX: &str = ".walkrag";
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

@@ -192,6 +192,28 @@ fn token_counts_are_untruncated() {
 }
 
 #[test]
+fn token_spans_cover_every_word_piece_in_order() {
+    let m = model();
+    let text = "Café owners in Zürich paid 1,200 francs—unaffordable!";
+    let spans = m.token_spans(text).unwrap();
+    assert_eq!(spans.len() + 2, m.count_tokens(text).unwrap());
+    assert!(spans.windows(2).all(|w| w[0].end <= w[1].start));
+    let pieces: Vec<&str> = spans.iter().map(|r| &text[r.clone()]).collect();
+    assert_eq!(pieces[..3], ["Café", "owners", "in"]);
+    // "unaffordable" is several word pieces whose spans tile the word.
+    let word = text.find("unaffordable").unwrap();
+    let inside: Vec<_> = spans
+        .iter()
+        .filter(|r| r.start >= word && r.end <= word + 12)
+        .collect();
+    assert!(inside.len() > 1);
+    assert_eq!(inside.first().unwrap().start, word);
+    assert_eq!(inside.last().unwrap().end, word + 12);
+    let long = goldens().into_iter().find(|g| g.id == "t12").unwrap();
+    assert_eq!(m.token_spans(&long.text).unwrap().len(), 403);
+}
+
+#[test]
 fn the_id_names_the_model_and_its_weights() {
     let id = model().id();
     assert!(id.starts_with("minilm@53aa51172d14"), "{id}");

@@ -1,0 +1,226 @@
+//! `walkrag index`: build or update the document index.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::ensure;
+use indicatif::ProgressBar;
+use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
+use walkrag_engine::{AnnParams, ChunkSpec, Index, IndexError, Progress, Skipped, UpdateOptions};
+
+/// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora.
+///
+/// Each PATH is a file or a directory (walked recursively; .gitignore and .ignore are
+/// honoured, hidden entries skipped). Re-running updates only what changed: new and edited
+/// documents are embedded, unchanged ones reuse their vectors, documents whose files are gone
+/// from PATH are dropped, and documents indexed earlier from other paths stay. A file that
+/// cannot be read gets one warning and is skipped (its previous version, if any, is kept).
+///
+/// The index is written crash-safely: until the new version is complete, the previous one
+/// stays in place and usable, whatever happens to this process.
+///
+/// Examples:
+///   walkrag index docs/ annual-report.pdf
+///   walkrag index corpus.jsonl --index /tmp/corpus-index
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files or directories to index.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Index directory.
+    #[arg(long, default_value = super::DEFAULT_INDEX)]
+    index: PathBuf,
+    /// Embedding model: `minilm`, a sentence-transformers folder, or a hub id [default: the
+    /// index's own, else minilm].
+    #[arg(long)]
+    embedder: Option<String>,
+    /// Start from nothing instead of updating (needed to change the embedder or chunking).
+    #[arg(long)]
+    rebuild: bool,
+    /// Most word pieces per chunk, context header included [default: the embedder's limit].
+    #[arg(long)]
+    chunk_tokens: Option<usize>,
+    /// Word pieces shared by consecutive chunks of a long section.
+    #[arg(long, default_value_t = 32)]
+    overlap: usize,
+    /// HNSW: neighbours per node (M).
+    #[arg(long, default_value_t = AnnParams::default().m)]
+    m: usize,
+    /// HNSW: candidate list while building.
+    #[arg(long, default_value_t = AnnParams::default().ef_construction)]
+    ef_construction: usize,
+    /// HNSW: candidate list while searching (recorded as the index's default).
+    #[arg(long, default_value_t = AnnParams::default().ef_search)]
+    ef_search: usize,
+    /// Indexes with fewer chunks are searched exactly, without a graph.
+    #[arg(long, default_value_t = AnnParams::default().exact_below)]
+    exact_below: usize,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Progress bars on stderr; warnings printed above them.
+struct Bars {
+    bar: Mutex<Option<(ProgressBar, &'static str)>>,
+}
+
+impl Bars {
+    fn with_bar(&self, what: &'static str, len: usize, pos: usize) {
+        let mut slot = self.bar.lock().expect("progress lock");
+        if slot.as_ref().is_none_or(|(_, w)| *w != what) {
+            if let Some((old, _)) = slot.take() {
+                old.finish_and_clear();
+            }
+            *slot = Some((super::progress_bar(len as u64, what), what));
+        }
+        if let Some((bar, _)) = slot.as_ref() {
+            bar.set_length(len as u64);
+            bar.set_position(pos as u64);
+        }
+    }
+
+    fn clear(&self) {
+        if let Some((bar, _)) = self.bar.lock().expect("progress lock").take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bars {
+    fn skipped(&self, skipped: &Skipped) {
+        let slot = self.bar.lock().expect("progress lock");
+        match slot.as_ref() {
+            Some((bar, _)) => bar.suspend(|| eprintln!("warning: {skipped}")),
+            None => eprintln!("warning: {skipped}"),
+        }
+    }
+
+    fn read(&self, done: usize, total: usize) {
+        self.with_bar("files", total, done);
+    }
+
+    fn embedded(&self, done: usize, total: usize) {
+        self.with_bar("chunks", total, done);
+    }
+
+    fn phase(&self, name: &str) {
+        if name != "chunking" {
+            self.clear();
+            tracing::info!("{name}");
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    ensure!((2..=256).contains(&args.m), "--m must be between 2 and 256");
+    ensure!(
+        args.ef_construction >= args.m,
+        "--ef-construction must be at least --m"
+    );
+    let existing = match Index::open(&args.index) {
+        Ok(index) => Some(index.manifest().embedder.spec.clone()),
+        Err(_) => None,
+    };
+    let spec = args
+        .embedder
+        .clone()
+        .or(existing)
+        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
+    let embedder = SentenceEmbedder::load(&spec)?;
+    let mut chunking = ChunkSpec::for_embedder(&embedder);
+    if let Some(tokens) = args.chunk_tokens {
+        ensure!(
+            (32..=chunking.max_tokens).contains(&tokens),
+            "--chunk-tokens must be between 32 and the embedder's {}",
+            chunking.max_tokens
+        );
+        chunking.max_tokens = tokens;
+    }
+    ensure!(
+        args.overlap < chunking.max_tokens / 2,
+        "--overlap must be under half a chunk"
+    );
+    chunking.overlap_tokens = args.overlap;
+    let options = UpdateOptions {
+        rebuild: args.rebuild,
+        chunking: Some(chunking),
+        ann: AnnParams {
+            m: args.m,
+            ef_construction: args.ef_construction,
+            ef_search: args.ef_search,
+            exact_below: args.exact_below,
+        },
+    };
+    let bars = Bars {
+        bar: Mutex::new(None),
+    };
+    let summary =
+        walkrag_engine::update(&args.index, &args.paths, &embedder, &spec, &options, &bars);
+    bars.clear();
+    let summary = match summary {
+        Err(e @ IndexError::EmbedderMismatch { .. }) => return Err(e.into()),
+        other => other?,
+    };
+
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        let verb = if summary.written {
+            "indexed"
+        } else {
+            "up to date:"
+        };
+        println!(
+            "{verb} {}: {} documents, {} chunks ({} search) in {:.1} s",
+            args.index.display(),
+            summary.documents,
+            summary.chunks,
+            summary.search,
+            summary.seconds
+        );
+        println!(
+            "  {} new, {} changed, {} unchanged, {} removed; {} chunks embedded{}",
+            summary.added,
+            summary.changed,
+            summary.unchanged,
+            summary.removed,
+            summary.embedded,
+            if summary.embed_seconds > 0.0 {
+                format!(
+                    " ({:.0}/s)",
+                    summary.embedded as f64 / summary.embed_seconds
+                )
+            } else {
+                String::new()
+            }
+        );
+        if summary.kept_after_error > 0 {
+            println!(
+                "  {} documents kept as previously indexed: their files could not be read",
+                summary.kept_after_error
+            );
+        }
+        if !summary.skipped.is_empty() {
+            let counts: Vec<String> = summary
+                .skipped_by_reason()
+                .iter()
+                .map(|(reason, n)| format!("{n} {}", reason.describe()))
+                .collect();
+            println!(
+                "  skipped {} (see warnings above): {}",
+                summary.skipped.len(),
+                counts.join(", ")
+            );
+        }
+        if summary.other_files > 0 {
+            println!("  ignored {} files of other types", summary.other_files);
+        }
+    }
+    Ok(if summary.documents > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,870 @@
+//! The on-disk index: open it, search it, and update it crash-safely.
+//!
+//! Layout of an index directory:
+//!
+//! ```text
+//! DIR/CURRENT          the name of the live generation, e.g. "gen-000003"
+//! DIR/gen-000003/      manifest.json, docs.jsonl, vectors.f32, graph.hnsw.{graph,data}
+//! DIR/gen-000002/      the previous generation, kept for readers that opened it just before
+//! DIR/lock             held by the one process writing
+//! ```
+//!
+//! A writer builds a whole new generation in `gen-N.tmp`, syncs it, renames it to `gen-N`,
+//! and only then replaces `CURRENT` (write a temporary file, sync, rename). A process killed
+//! at any moment therefore leaves `CURRENT` naming a complete generation.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use walkrag_core::{EmbedError, Embedder};
+
+use crate::ann::{self, AnnParams, Graph};
+use crate::chunk::{self, Chunk, ChunkSpec};
+use crate::document::Document;
+use crate::ids::{ChunkId, DocId, SectionId};
+use crate::ingest::{self, SkipReason, Skipped};
+use crate::markdown::Section;
+
+/// The version of the layout above; an index of another version is refused with advice.
+pub const FORMAT_VERSION: u32 = 1;
+const FORMAT_NAME: &str = "walkrag-index";
+const GRAPH_BASENAME: &str = "graph";
+/// Chunks embedded per call, so progress moves and memory stays bounded.
+const EMBED_BATCH: usize = 256;
+
+/// Why an index could not be opened, searched or written.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("no index at {}: build one with `walkrag index PATH --index {}`", .0.display(), .0.display())]
+    NotFound(PathBuf),
+    #[error("the index at {} is damaged ({detail}); rebuild it with `walkrag index PATH --rebuild`", path.display())]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("the index at {} has format version {found}, this walkrag reads version {FORMAT_VERSION}; rebuild it with `walkrag index PATH --rebuild`", path.display())]
+    Version { path: PathBuf, found: u32 },
+    #[error("the index at {} was built with embedder {built} but {given} was given; use --embedder {spec}, or rebuild the index with `walkrag index PATH --rebuild`", path.display())]
+    EmbedderMismatch {
+        path: PathBuf,
+        built: String,
+        spec: String,
+        given: String,
+    },
+    #[error("another walkrag process is writing the index at {}; try again when it has finished", .0.display())]
+    Busy(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Which embedder built the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedderInfo {
+    /// What the user typed (`minilm`, a folder, a hub id): used when a command needs the model.
+    pub spec: String,
+    /// Name and weights checksum ([`Embedder::id`]); must match to search.
+    pub id: String,
+    pub dim: usize,
+    pub max_tokens: usize,
+}
+
+/// `manifest.json`: everything needed to trust and read the other files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub version: u32,
+    pub embedder: EmbedderInfo,
+    pub chunking: ChunkSpec,
+    pub ann: AnnParams,
+    /// Basename of the HNSW files, when the index is large enough to have a graph.
+    pub graph: Option<String>,
+    pub documents: usize,
+    pub chunks: usize,
+    /// Size in bytes of every other file of the generation, checked on open.
+    pub files: BTreeMap<String, u64>,
+    pub created_unix: u64,
+}
+
+/// A document and its chunks, one line of `docs.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexedDoc {
+    pub doc: Document,
+    pub chunks: Vec<Chunk>,
+}
+
+/// One chunk of the index with its document.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkRef<'a> {
+    /// The chunk's row in the vector matrix.
+    pub row: usize,
+    pub doc: &'a Document,
+    pub chunk: &'a Chunk,
+}
+
+impl<'a> ChunkRef<'a> {
+    pub fn id(&self) -> ChunkId {
+        self.chunk.id(self.doc)
+    }
+
+    pub fn text(&self) -> &'a str {
+        &self.doc.text[self.chunk.range.clone()]
+    }
+
+    pub fn section(&self) -> &'a Section {
+        &self.doc.sections[self.chunk.section as usize]
+    }
+}
+
+/// A search result: a chunk and its cosine similarity to the query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub row: usize,
+    pub score: f32,
+}
+
+/// Something an id typed by a person or a model names.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    Document(&'a IndexedDoc),
+    Section { doc: &'a IndexedDoc, section: usize },
+    Chunk(ChunkRef<'a>),
+}
+
+/// An opened index: read-only, cheap to search, safe to share between threads.
+pub struct Index {
+    dir: PathBuf,
+    generation: PathBuf,
+    manifest: Manifest,
+    docs: Vec<IndexedDoc>,
+    /// Row → (document, chunk within it).
+    rows: Vec<(u32, u32)>,
+    vectors: Vec<f32>,
+    graph: Option<Graph>,
+    by_doc: HashMap<String, usize>,
+    by_section: HashMap<SectionId, (usize, usize)>,
+    by_chunk: HashMap<ChunkId, usize>,
+}
+
+impl Index {
+    /// Opens the live generation of the index in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+        let current = dir.join("CURRENT");
+        let name = match fs::read_to_string(&current) {
+            Ok(name) => name.trim().to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(IndexError::NotFound(dir.to_path_buf()))
+            }
+            Err(e) => return Err(io(&current)(e)),
+        };
+        let corrupt = |detail: String| IndexError::Corrupt {
+            path: dir.to_path_buf(),
+            detail,
+        };
+        if !name.starts_with("gen-") || name.contains(['/', '\\']) || name.ends_with(".tmp") {
+            return Err(corrupt(format!("CURRENT names {name:?}")));
+        }
+        let generation = dir.join(&name);
+        let manifest_path = generation.join("manifest.json");
+        let bytes = fs::read(&manifest_path).map_err(io(&manifest_path))?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("manifest.json: {e}")))?;
+        if manifest.format != FORMAT_NAME {
+            return Err(corrupt(format!(
+                "manifest.json is not a {FORMAT_NAME} manifest"
+            )));
+        }
+        if manifest.version != FORMAT_VERSION {
+            return Err(IndexError::Version {
+                path: dir.to_path_buf(),
+                found: manifest.version,
+            });
+        }
+        for (file, &size) in &manifest.files {
+            let path = generation.join(file);
+            let actual = fs::metadata(&path).map_err(io(&path))?.len();
+            if actual != size {
+                return Err(corrupt(format!(
+                    "{file} has {actual} bytes, the manifest says {size}"
+                )));
+            }
+        }
+
+        let docs_path = generation.join("docs.jsonl");
+        let reader = BufReader::new(File::open(&docs_path).map_err(io(&docs_path))?);
+        let mut docs = Vec::with_capacity(manifest.documents);
+        for (i, line) in reader.lines().enumerate() {
+            let line = line.map_err(io(&docs_path))?;
+            let doc: IndexedDoc = serde_json::from_str(&line)
+                .map_err(|e| corrupt(format!("docs.jsonl line {}: {e}", i + 1)))?;
+            docs.push(doc);
+        }
+
+        let vectors_path = generation.join("vectors.f32");
+        let raw = fs::read(&vectors_path).map_err(io(&vectors_path))?;
+        let vectors: Vec<f32> = raw
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let rows: Vec<(u32, u32)> = docs
+            .iter()
+            .enumerate()
+            .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |c| (d as u32, c as u32)))
+            .collect();
+        if docs.len() != manifest.documents
+            || rows.len() != manifest.chunks
+            || vectors.len() != rows.len() * manifest.embedder.dim
+        {
+            return Err(corrupt(format!(
+                "{} documents, {} chunks and {} vector values do not match the manifest",
+                docs.len(),
+                rows.len(),
+                vectors.len()
+            )));
+        }
+        let graph = match &manifest.graph {
+            Some(basename) => {
+                let graph = Graph::load(&generation, basename).map_err(corrupt)?;
+                if graph.len() != rows.len() {
+                    return Err(corrupt(format!(
+                        "the graph holds {} of {} chunks",
+                        graph.len(),
+                        rows.len()
+                    )));
+                }
+                Some(graph)
+            }
+            None => None,
+        };
+        let mut index = Self {
+            dir: dir.to_path_buf(),
+            generation,
+            manifest,
+            docs,
+            rows,
+            vectors,
+            graph,
+            by_doc: HashMap::new(),
+            by_section: HashMap::new(),
+            by_chunk: HashMap::new(),
+        };
+        index.build_lookups();
+        Ok(index)
+    }
+
+    fn build_lookups(&mut self) {
+        for (d, indexed) in self.docs.iter().enumerate() {
+            self.by_doc.insert(indexed.doc.id.0.clone(), d);
+            for (s, section) in indexed.doc.sections.iter().enumerate() {
+                self.by_section.insert(section.id, (d, s));
+            }
+        }
+        for (row, &(d, c)) in self.rows.iter().enumerate() {
+            let indexed = &self.docs[d as usize];
+            self.by_chunk
+                .insert(indexed.chunks[c as usize].id(&indexed.doc), row);
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The generation directory this index was read from.
+    pub fn generation(&self) -> &Path {
+        &self.generation
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn documents(&self) -> &[IndexedDoc] {
+        &self.docs
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Whether searches go through the HNSW graph (else they scan every vector).
+    pub fn has_graph(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// Refuses an embedder other than the one that built the index.
+    pub fn check_embedder(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
+        let built = &self.manifest.embedder;
+        if embedder.id() != built.id {
+            return Err(IndexError::EmbedderMismatch {
+                path: self.dir.clone(),
+                built: built.id.clone(),
+                spec: built.spec.clone(),
+                given: embedder.id().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn chunk(&self, row: usize) -> ChunkRef<'_> {
+        let (d, c) = self.rows[row];
+        let indexed = &self.docs[d as usize];
+        ChunkRef {
+            row,
+            doc: &indexed.doc,
+            chunk: &indexed.chunks[c as usize],
+        }
+    }
+
+    /// The stored vector of a chunk.
+    pub fn vector(&self, row: usize) -> &[f32] {
+        let dim = self.manifest.embedder.dim;
+        &self.vectors[row * dim..(row + 1) * dim]
+    }
+
+    /// The `k` chunks nearest to `query` (a vector from the index's embedder), best first.
+    pub fn search(&self, query: &[f32], k: usize) -> Vec<Hit> {
+        self.search_with(query, k, &SearchOptions::default())
+    }
+
+    pub fn search_with(&self, query: &[f32], k: usize, options: &SearchOptions<'_>) -> Vec<Hit> {
+        let dim = self.manifest.embedder.dim;
+        assert_eq!(query.len(), dim, "query vector of the wrong dimension");
+        if k == 0 || self.rows.is_empty() {
+            return Vec::new();
+        }
+        let keep_row = |row: usize| options.keep.is_none_or(|keep| keep(self.chunk(row)));
+        let found = match (&self.graph, options.exact) {
+            (Some(graph), false) => {
+                let ef = options.ef_search.unwrap_or(self.manifest.ann.ef_search);
+                match options.keep {
+                    Some(_) => graph.search(query, k, ef, Some(&keep_row)),
+                    None => graph.search(query, k, ef, None),
+                }
+            }
+            _ => ann::exact(&self.vectors, dim, query, k, &keep_row),
+        };
+        found
+            .into_iter()
+            .map(|(row, score)| Hit { row, score })
+            .collect()
+    }
+
+    /// A document id, a section id (`1a2b3c4d`) or a chunk id (`1a2b3c4d.2`).
+    pub fn resolve(&self, id: &str) -> Option<Item<'_>> {
+        if let Some(&d) = self.by_doc.get(id) {
+            return Some(Item::Document(&self.docs[d]));
+        }
+        if let Some(chunk) = ChunkId::parse(id) {
+            return self
+                .by_chunk
+                .get(&chunk)
+                .map(|&row| Item::Chunk(self.chunk(row)));
+        }
+        let section = SectionId::parse(id)?;
+        let &(d, s) = self.by_section.get(&section)?;
+        Some(Item::Section {
+            doc: &self.docs[d],
+            section: s,
+        })
+    }
+
+    pub fn document(&self, id: &DocId) -> Option<&IndexedDoc> {
+        self.by_doc.get(&id.0).map(|&d| &self.docs[d])
+    }
+
+    /// The row of a chunk id.
+    pub fn row_of(&self, id: ChunkId) -> Option<usize> {
+        self.by_chunk.get(&id).copied()
+    }
+}
+
+/// Knobs of one search.
+#[derive(Default, Clone, Copy)]
+pub struct SearchOptions<'a> {
+    /// Overrides the manifest's `ef_search` for HNSW.
+    pub ef_search: Option<usize>,
+    /// Scan every vector even when there is a graph.
+    pub exact: bool,
+    /// Only chunks this accepts are returned (already-read chunks, metadata filters).
+    pub keep: Option<&'a (dyn Fn(ChunkRef<'_>) -> bool + Sync)>,
+}
+
+/// What an update should do besides syncing `paths`.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOptions {
+    /// Ignore the existing index (another embedder, other chunking) and build from scratch.
+    pub rebuild: bool,
+    /// Chunk sizes; the embedder's limits when `None`.
+    pub chunking: Option<ChunkSpec>,
+    pub ann: AnnParams,
+}
+
+/// Hooks for progress and warnings while updating; every method has a no-op default.
+pub trait Progress: Sync {
+    /// A file or record was left out; the update goes on.
+    fn skipped(&self, _skipped: &Skipped) {}
+    /// `done` of `total` files read.
+    fn read(&self, _done: usize, _total: usize) {}
+    /// `done` of `total` chunks embedded.
+    fn embedded(&self, _done: usize, _total: usize) {}
+    /// A new phase begins ("building the HNSW graph", "writing").
+    fn phase(&self, _name: &str) {}
+}
+
+/// Progress that only logs warnings through `tracing`.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn skipped(&self, skipped: &Skipped) {
+        tracing::warn!("{skipped}");
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub documents: usize,
+    pub chunks: usize,
+    pub added: usize,
+    pub changed: usize,
+    pub unchanged: usize,
+    pub removed: usize,
+    /// Documents kept as previously indexed because their file could not be read this time.
+    pub kept_after_error: usize,
+    /// Chunks embedded by this update (the rest were reused).
+    pub embedded: usize,
+    /// Indexable files found.
+    pub files: usize,
+    /// Files of kinds walkrag does not index, found while walking directories.
+    pub other_files: usize,
+    pub skipped: Vec<Skipped>,
+    /// Whether a new generation was written (false when nothing changed).
+    pub written: bool,
+    /// "hnsw" or "exact".
+    pub search: String,
+    pub seconds: f64,
+    pub embed_seconds: f64,
+    pub graph_seconds: f64,
+}
+
+impl Summary {
+    /// How many inputs were skipped for each reason.
+    pub fn skipped_by_reason(&self) -> BTreeMap<SkipReason, usize> {
+        let mut out = BTreeMap::new();
+        for s in &self.skipped {
+            *out.entry(s.reason).or_insert(0) += 1;
+        }
+        out
+    }
+}
+
+/// Brings the index in `dir` up to date with `paths`: documents under them that are new or
+/// changed are chunked and embedded, unchanged ones reuse their vectors, ones whose files are
+/// gone are dropped; documents indexed from other paths stay. Nothing is written when nothing
+/// changed. `embedder_spec` is recorded so later commands can load the same model.
+pub fn update(
+    dir: &Path,
+    paths: &[PathBuf],
+    embedder: &dyn Embedder,
+    embedder_spec: &str,
+    options: &UpdateOptions,
+    progress: &dyn Progress,
+) -> Result<Summary, IndexError> {
+    let started = Instant::now();
+    fs::create_dir_all(dir).map_err(io(dir))?;
+    let lock_path = dir.join("lock");
+    let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Err(IndexError::Busy(dir.to_path_buf())),
+        Err(fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+    }
+
+    let old = match Index::open(dir) {
+        Ok(old) if !options.rebuild => {
+            old.check_embedder(embedder)?;
+            Some(old)
+        }
+        Ok(_) | Err(IndexError::NotFound(_)) => None,
+        Err(e) if options.rebuild => {
+            tracing::warn!("replacing the unreadable index: {e}");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let chunking = options
+        .chunking
+        .unwrap_or_else(|| ChunkSpec::for_embedder(embedder));
+    let same_chunking = old
+        .as_ref()
+        .is_some_and(|o| o.manifest.chunking == chunking);
+
+    let mut summary = Summary::default();
+    let found = ingest::discover(paths);
+    summary.files = found.files.len();
+    summary.other_files = found.other_files;
+    for s in &found.skipped {
+        progress.skipped(s);
+    }
+    summary.skipped = found.skipped;
+
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let reads: Vec<(String, ingest::FileRead)> = found
+        .files
+        .par_iter()
+        .map(|path| {
+            let read = ingest::read_file(path);
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress.read(n, summary.files);
+            (ingest::path_name(path), read)
+        })
+        .collect();
+
+    // Gather this run's documents; a file that failed as a whole keeps its old documents.
+    let mut failed_sources: HashSet<String> = HashSet::new();
+    let mut fresh: Vec<Document> = Vec::new();
+    let mut taken: HashMap<DocId, String> = HashMap::new();
+    for (source, read) in reads {
+        if read.file_failed() {
+            failed_sources.insert(source);
+        }
+        for s in &read.skipped {
+            progress.skipped(s);
+        }
+        summary.skipped.extend(read.skipped);
+        for doc in read.documents {
+            if let Some(first) = taken.get(&doc.id) {
+                let s = Skipped {
+                    path: doc.source.clone(),
+                    line: None,
+                    reason: SkipReason::DuplicateId,
+                    detail: format!("document id {:?} was already read from {first}", doc.id.0),
+                };
+                progress.skipped(&s);
+                summary.skipped.push(s);
+                continue;
+            }
+            taken.insert(doc.id.clone(), doc.source.clone());
+            fresh.push(doc);
+        }
+    }
+
+    let scopes: Vec<String> = paths.iter().map(|p| ingest::path_name(p)).collect();
+    let in_scope = |source: &str| {
+        scopes.iter().any(|scope| {
+            let scope = scope.trim_end_matches('/');
+            scope.is_empty()
+                || scope == "."
+                || source == scope
+                || source.starts_with(&format!("{scope}/"))
+        })
+    };
+
+    // Final document list: kept old documents first (they keep their section ids), then this
+    // run's documents, reused where unchanged.
+    let mut reused: Vec<(IndexedDoc, Vec<f32>)> = Vec::new();
+    let mut old_by_id: HashMap<&str, usize> = HashMap::new();
+    if let Some(old) = &old {
+        for (d, indexed) in old.docs.iter().enumerate() {
+            old_by_id.insert(indexed.doc.id.0.as_str(), d);
+        }
+    }
+    let old_vectors = |old: &Index, d: usize| -> Vec<f32> {
+        let dim = old.manifest.embedder.dim;
+        let first = old.rows.partition_point(|&(doc, _)| (doc as usize) < d);
+        old.vectors[first * dim..(first + old.docs[d].chunks.len()) * dim].to_vec()
+    };
+    if let Some(old) = &old {
+        for (d, indexed) in old.docs.iter().enumerate() {
+            let source = indexed.doc.source.as_str();
+            let keep = !taken.contains_key(&indexed.doc.id)
+                && (!in_scope(source) || failed_sources.contains(source));
+            if keep {
+                if in_scope(source) {
+                    summary.kept_after_error += 1;
+                }
+                reused.push((indexed.clone(), old_vectors(old, d)));
+            } else if !taken.contains_key(&indexed.doc.id) {
+                summary.removed += 1;
+            }
+        }
+    }
+    let mut to_embed: Vec<Document> = Vec::new();
+    for doc in fresh {
+        let previous = old
+            .as_ref()
+            .and_then(|old| old_by_id.get(doc.id.0.as_str()).map(|&d| (old, d)));
+        match previous {
+            Some((old, d)) if same_chunking && old.docs[d].doc.hash == doc.hash => {
+                summary.unchanged += 1;
+                let mut indexed = old.docs[d].clone();
+                // Same content; the file may have moved between sources of the same id.
+                indexed.doc.source = doc.source;
+                reused.push((indexed, old_vectors(old, d)));
+            }
+            Some(_) => {
+                summary.changed += 1;
+                to_embed.push(doc);
+            }
+            None => {
+                summary.added += 1;
+                to_embed.push(doc);
+            }
+        }
+    }
+
+    let nothing_changed = old.is_some()
+        && summary.added + summary.changed + summary.removed == 0
+        && old.as_ref().is_some_and(|o| o.manifest.ann == options.ann);
+    if nothing_changed {
+        let old = old.expect("checked above");
+        summary.documents = old.docs.len();
+        summary.chunks = old.rows.len();
+        summary.search = if old.has_graph() { "hnsw" } else { "exact" }.into();
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
+    drop(old);
+
+    // Section ids must be unique in the whole index: a colliding new section is salted.
+    let mut used: HashSet<SectionId> = HashSet::new();
+    for (indexed, _) in &reused {
+        used.extend(indexed.doc.sections.iter().map(|s| s.id));
+    }
+    for doc in &mut to_embed {
+        for section in &mut doc.sections {
+            let mut salt = 0;
+            while !used.insert(section.id) {
+                salt += 1;
+                tracing::warn!(
+                    "section id {} of {} collides with another section; using a salted id",
+                    section.id,
+                    doc.id
+                );
+                section.id = SectionId::salted(&doc.id, &section.path, salt);
+            }
+        }
+    }
+
+    // Chunk in parallel, embed in batches.
+    progress.phase("chunking");
+    let chunked: Vec<Vec<(Chunk, usize)>> = to_embed
+        .par_iter()
+        .map(|doc| chunk::chunk_document(doc, embedder, &chunking))
+        .collect::<Result<_, _>>()?;
+    let texts: Vec<String> = to_embed
+        .iter()
+        .zip(&chunked)
+        .flat_map(|(doc, chunks)| {
+            chunks
+                .iter()
+                .map(move |(c, head)| chunk::embedding_text(doc, c, *head))
+        })
+        .collect();
+    let embed_started = Instant::now();
+    let dim = embedder.dim();
+    let mut new_vectors: Vec<f32> = Vec::with_capacity(texts.len() * dim);
+    progress.embedded(0, texts.len());
+    for batch in texts.chunks(EMBED_BATCH) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        new_vectors.extend_from_slice(embedder.embed(&refs)?.as_slice());
+        progress.embedded(new_vectors.len() / dim, texts.len());
+    }
+    summary.embedded = texts.len();
+    summary.embed_seconds = embed_started.elapsed().as_secs_f64();
+
+    let mut docs: Vec<IndexedDoc> = Vec::with_capacity(reused.len() + to_embed.len());
+    let mut vectors: Vec<f32> = Vec::new();
+    for (indexed, v) in reused {
+        docs.push(indexed);
+        vectors.extend_from_slice(&v);
+    }
+    vectors.extend_from_slice(&new_vectors);
+    for (doc, chunks) in to_embed.into_iter().zip(chunked) {
+        let chunks = chunks.into_iter().map(|(c, _)| c).collect();
+        docs.push(IndexedDoc { doc, chunks });
+    }
+    let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
+
+    let graph = (chunks >= options.ann.exact_below.max(1)).then(|| {
+        progress.phase("building the HNSW graph");
+        let graph_started = Instant::now();
+        let graph = Graph::build(&vectors, dim, &options.ann);
+        summary.graph_seconds = graph_started.elapsed().as_secs_f64();
+        graph
+    });
+
+    progress.phase("writing");
+    let manifest = Manifest {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        embedder: EmbedderInfo {
+            spec: embedder_spec.into(),
+            id: embedder.id().into(),
+            dim,
+            max_tokens: embedder.max_tokens(),
+        },
+        chunking,
+        ann: options.ann,
+        graph: None,
+        documents: docs.len(),
+        chunks,
+        files: BTreeMap::new(),
+        created_unix: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    write_generation(dir, manifest, &docs, &vectors, graph.as_ref())?;
+    summary.documents = docs.len();
+    summary.chunks = chunks;
+    summary.written = true;
+    summary.search = if graph.is_some() { "hnsw" } else { "exact" }.into();
+    summary.seconds = started.elapsed().as_secs_f64();
+    drop(lock);
+    Ok(summary)
+}
+
+/// Writes a complete generation next to the live one and makes it live (see the module docs).
+fn write_generation(
+    dir: &Path,
+    mut manifest: Manifest,
+    docs: &[IndexedDoc],
+    vectors: &[f32],
+    graph: Option<&Graph>,
+) -> Result<(), IndexError> {
+    let generations = list_generations(dir)?;
+    let number = generations.iter().map(|(n, _)| n + 1).max().unwrap_or(1);
+    let name = format!("gen-{number:06}");
+    let tmp = dir.join(format!("{name}.tmp"));
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+    }
+    fs::create_dir(&tmp).map_err(io(&tmp))?;
+
+    let docs_path = tmp.join("docs.jsonl");
+    let mut out = BufWriter::new(File::create(&docs_path).map_err(io(&docs_path))?);
+    for doc in docs {
+        serde_json::to_writer(&mut out, doc).map_err(|e| io(&docs_path)(e.into()))?;
+        out.write_all(b"\n").map_err(io(&docs_path))?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| io(&docs_path)(e.into_error()))?;
+    file.sync_all().map_err(io(&docs_path))?;
+
+    let vectors_path = tmp.join("vectors.f32");
+    let mut out = BufWriter::new(File::create(&vectors_path).map_err(io(&vectors_path))?);
+    for v in vectors {
+        out.write_all(&v.to_le_bytes()).map_err(io(&vectors_path))?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| io(&vectors_path)(e.into_error()))?;
+    file.sync_all().map_err(io(&vectors_path))?;
+
+    if let Some(graph) = graph {
+        let basename = graph
+            .save(&tmp, GRAPH_BASENAME)
+            .map_err(|e| IndexError::Io {
+                path: tmp.clone(),
+                source: std::io::Error::other(e),
+            })?;
+        for ext in ["hnsw.graph", "hnsw.data"] {
+            let path = tmp.join(format!("{basename}.{ext}"));
+            File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io(&path))?;
+        }
+        manifest.graph = Some(basename);
+    }
+
+    for entry in fs::read_dir(&tmp).map_err(io(&tmp))? {
+        let entry = entry.map_err(io(&tmp))?;
+        let size = entry.metadata().map_err(io(&entry.path()))?.len();
+        manifest
+            .files
+            .insert(entry.file_name().to_string_lossy().into_owned(), size);
+    }
+    let manifest_path = tmp.join("manifest.json");
+    let text = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
+    write_synced(&manifest_path, &text)?;
+    sync_dir(&tmp)?;
+
+    let live = dir.join(&name);
+    fs::rename(&tmp, &live).map_err(io(&live))?;
+    sync_dir(dir)?;
+    let current_tmp = dir.join("CURRENT.tmp");
+    write_synced(&current_tmp, format!("{name}\n").as_bytes())?;
+    let current = dir.join("CURRENT");
+    fs::rename(&current_tmp, &current).map_err(io(&current))?;
+    sync_dir(dir)?;
+
+    // Keep the previous generation for readers that opened it a moment ago; drop the rest
+    // and any half-written leftovers of killed writers.
+    let previous = generations
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|&n| n < number)
+        .max();
+    for (n, path) in generations {
+        if Some(n) != previous {
+            if let Err(e) = fs::remove_dir_all(&path) {
+                tracing::warn!("cannot remove old generation {}: {e}", path.display());
+            }
+        }
+    }
+    for entry in fs::read_dir(dir).map_err(io(dir))?.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.starts_with("gen-") && file_name.ends_with(".tmp") {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+    Ok(())
+}
+
+/// Complete generations in `dir`, with their numbers.
+fn list_generations(dir: &Path) -> Result<Vec<(u64, PathBuf)>, IndexError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if let Some(n) = name
+            .strip_prefix("gen-")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            out.push((n, entry.path()));
+        }
+    }
+    Ok(out)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+    let mut file = File::create(path).map_err(io(path))?;
+    file.write_all(bytes).map_err(io(path))?;
+    file.sync_all().map_err(io(path))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), IndexError> {
+    File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))
+}
