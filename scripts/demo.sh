@@ -27,5 +27,21 @@ PY
 )
 $walkrag embed --input demo/passages.jsonl | python3 -c "$show_similarities"
 
+index=$(mktemp -d)/index
+trap 'rm -rf "$(dirname "$index")"' EXIT
+echo; echo "== indexing demo/ (a Markdown report and a small corpus) into $index"
+$walkrag index demo --index "$index"
+
+echo; echo "== the report's abridged outline (deeper sections collapsed behind their ids)"
+$walkrag outline demo/report.md --index "$index"
+
+echo; echo "== search: how much electricity does the solar roof make?"
+$walkrag search "how much electricity does the solar roof make?" --index "$index" -k 3
+
+echo; echo "== show the section of the top hit"
+section=$($walkrag search "how much electricity does the solar roof make?" --index "$index" -k 1 --json \
+  | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["section_id"])')
+$walkrag show "$section" --index "$index"
+
 echo; echo "== embedding throughput on the demo passages"
 $walkrag bench embed --corpus demo/passages.jsonl --runs 1

@@ -203,6 +203,7 @@ impl Index {
             }
         }
 
+        let started = Instant::now();
         let docs_path = generation.join("docs.jsonl");
         let reader = BufReader::new(File::open(&docs_path).map_err(io(&docs_path))?);
         let mut docs = Vec::with_capacity(manifest.documents);
@@ -213,6 +214,7 @@ impl Index {
             docs.push(doc);
         }
 
+        let docs_ms = started.elapsed().as_secs_f64() * 1e3;
         let vectors_path = generation.join("vectors.f32");
         let raw = fs::read(&vectors_path).map_err(io(&vectors_path))?;
         let vectors: Vec<f32> = raw
@@ -235,6 +237,7 @@ impl Index {
                 vectors.len()
             )));
         }
+        let vectors_ms = started.elapsed().as_secs_f64() * 1e3 - docs_ms;
         let graph = match &manifest.graph {
             Some(basename) => {
                 let graph = Graph::load(&generation, basename).map_err(corrupt)?;
@@ -261,7 +264,13 @@ impl Index {
             by_section: HashMap::new(),
             by_chunk: HashMap::new(),
         };
+        let graph_ms = started.elapsed().as_secs_f64() * 1e3 - docs_ms - vectors_ms;
         index.build_lookups();
+        tracing::debug!(
+            "opened {}: documents {docs_ms:.1} ms, vectors {vectors_ms:.1} ms, graph {graph_ms:.1} ms, lookups {:.1} ms",
+            index.generation.display(),
+            started.elapsed().as_secs_f64() * 1e3 - docs_ms - vectors_ms - graph_ms
+        );
         Ok(index)
     }
 
@@ -543,7 +552,7 @@ pub fn update(
     let mut fresh: Vec<Document> = Vec::new();
     let mut taken: HashMap<DocId, String> = HashMap::new();
     for (source, read) in reads {
-        if read.file_failed() {
+        if read.failed {
             failed_sources.insert(source);
         }
         for s in &read.skipped {

@@ -136,7 +136,12 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             .build();
         for entry in walker {
             match entry {
-                Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
+                // A symlink is taken as the file it names; a dangling one gets a warning.
+                Ok(entry)
+                    if entry
+                        .file_type()
+                        .is_some_and(|t| t.is_file() || t.is_symlink()) =>
+                {
                     if format_of(entry.path()).is_some() {
                         out.files.push(entry.into_path());
                     } else {
@@ -164,8 +169,10 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
 #[derive(Debug, Default)]
 pub struct FileRead {
     pub documents: Vec<Document>,
-    /// Problems; when `documents` is empty and one of these has no line, the whole file failed.
+    /// Problems with the file or with some of its records.
     pub skipped: Vec<Skipped>,
+    /// The file as a whole could not be read (rather than some of its records).
+    pub failed: bool,
 }
 
 impl FileRead {
@@ -173,12 +180,8 @@ impl FileRead {
         Self {
             documents: Vec::new(),
             skipped: vec![skipped(path, line, reason, detail)],
+            failed: true,
         }
-    }
-
-    /// Whether the file as a whole could not be read (rather than some of its records).
-    pub fn file_failed(&self) -> bool {
-        self.documents.is_empty() && self.skipped.iter().any(|s| s.line.is_none())
     }
 }
 
@@ -229,7 +232,7 @@ pub fn read_file(path: &Path) -> FileRead {
     };
     FileRead {
         documents: vec![document],
-        skipped: Vec::new(),
+        ..FileRead::default()
     }
 }
 
@@ -354,7 +357,7 @@ fn read_pdf(path: &Path, name: &str, title: String, bytes: &[u8]) -> FileRead {
     let doc = Document::pdf(DocId(name.to_string()), title, name.to_string(), pages);
     FileRead {
         documents: vec![doc],
-        skipped: Vec::new(),
+        ..FileRead::default()
     }
 }
 

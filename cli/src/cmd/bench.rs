@@ -20,6 +20,8 @@ pub enum Command {
     ///
     /// Example: walkrag bench embed --corpus ../shared/data/hotpotqa-100/corpus.jsonl
     Embed(EmbedArgs),
+    /// HNSW against exact search on a saved index, and single-shot retrieval recall.
+    Search(super::bench_search::Args),
 }
 
 #[derive(clap::Args)]
@@ -73,6 +75,7 @@ const QUERY_RUNS: usize = 50;
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Embed(args) => embed(args),
+        Command::Search(args) => super::bench_search::run(args),
     }
 }
 

@@ -187,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             summary.unchanged,
             summary.removed,
             summary.embedded,
-            if summary.embed_seconds > 0.0 {
+            if summary.embedded > 0 && summary.embed_seconds > 0.0 {
                 format!(
                     " ({:.0}/s)",
                     summary.embedded as f64 / summary.embed_seconds

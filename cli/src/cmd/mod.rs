@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the helpers they share.
 
 pub mod bench;
+pub mod bench_search;
 pub mod embed;
 pub mod index;
 pub mod models;
