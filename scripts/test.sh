@@ -6,5 +6,5 @@
 # WALKRAG_GOLDEN / WALKRAG_DATA to point elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-models.sh minilm smollm2-135m
+scripts/fetch-models.sh minilm smollm2-135m qwen2.5-coder-0.5b
 cargo test --workspace --all-targets

@@ -29,6 +29,7 @@ enum Command {
     Search(cmd::query::SearchArgs),
     Outline(cmd::query::OutlineArgs),
     Show(cmd::query::ShowArgs),
+    Chat(cmd::chat::Args),
     Embed(cmd::embed::Args),
     #[command(subcommand)]
     Models(cmd::models::Command),
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         Command::Search(args) => cmd::query::search(args),
         Command::Outline(args) => cmd::query::outline(args),
         Command::Show(args) => cmd::query::show(args),
+        Command::Chat(args) => cmd::chat::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::Models(command) => cmd::models::run(command),
         Command::Bench(command) => cmd::bench::run(command),

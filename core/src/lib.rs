@@ -4,9 +4,14 @@
 //! and its tests can depend on the [`Embedder`] trait without linking a model runtime.
 
 pub mod catalog;
+pub mod chat;
 mod embedder;
 mod hash;
 
 pub use catalog::{models_dir, Catalog, CatalogModel, ModelKind};
+pub use chat::{
+    ChatError, ChatModel, ChatRequest, Completion, Delta, DeltaStream, FinishReason, Message, Role,
+    Sampling, StopMatcher, ToolCall, ToolDef, Usage,
+};
 pub use embedder::{EmbedError, Embedder, Embeddings};
 pub use hash::sha256_file;

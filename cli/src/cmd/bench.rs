@@ -22,6 +22,8 @@ pub enum Command {
     Embed(EmbedArgs),
     /// HNSW against exact search on a saved index, and single-shot retrieval recall.
     Search(super::bench_search::Args),
+    /// Prompt processing and generation speed of a local chat model (pp512 / tg128).
+    Llm(super::bench_llm::Args),
 }
 
 #[derive(clap::Args)]
@@ -76,6 +78,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Embed(args) => embed(args),
         Command::Search(args) => super::bench_search::run(args),
+        Command::Llm(args) => super::bench_llm::run(args),
     }
 }
 
@@ -171,7 +174,7 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn median(values: &[f64]) -> f64 {
+pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;

@@ -1,7 +1,9 @@
 //! One module per subcommand, plus the helpers they share.
 
 pub mod bench;
+pub mod bench_llm;
 pub mod bench_search;
+pub mod chat;
 pub mod embed;
 pub mod index;
 pub mod models;
@@ -13,8 +15,12 @@ pub const DEFAULT_INDEX: &str = ".walkrag";
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+use std::sync::Arc;
+
 use anyhow::{bail, Context};
 use serde::de::DeserializeOwned;
+use walkrag_core::ChatModel;
+use walkrag_models::ModelSpec;
 
 /// Reads JSON Lines from `path` (stdin when `None`), failing on the first bad line with its
 /// number. Blank lines are skipped.
@@ -59,4 +65,17 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     );
     bar.set_message(what.to_string());
     bar
+}
+
+/// Loads a chat model from its spec (`local:NAME`, `local:PATH.gguf`, `openai:MODEL`).
+pub fn load_chat_model(spec: &str) -> anyhow::Result<Arc<dyn ChatModel>> {
+    let parsed = ModelSpec::parse(spec)?;
+    match parsed {
+        ModelSpec::OpenAi(_) => bail!("openai: models are not wired in yet"),
+        local => {
+            let model = walkrag_models::load_local(&local)
+                .with_context(|| format!("cannot load {spec}"))?;
+            Ok(Arc::new(model))
+        }
+    }
 }

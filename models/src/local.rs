@@ -1,0 +1,318 @@
+//! Local GGUF chat models on candle: Qwen2 (`qwen2`) and Llama-family (`llama`, SmolLM2)
+//! architectures, quantized, on the CPU.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::LogitsProcessor;
+use candle_transformers::models::{quantized_llama, quantized_qwen2};
+use walkrag_core::{
+    ChatError, ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Message, Role,
+    StopMatcher, Usage,
+};
+
+use crate::channel::{self, Sender};
+use crate::template::ChatMl;
+use crate::tokenizer::GgufTokenizer;
+use crate::LoadError;
+
+enum Weights {
+    Llama(quantized_llama::ModelWeights),
+    Qwen2(quantized_qwen2::ModelWeights),
+}
+
+impl Weights {
+    fn forward(&mut self, input: &Tensor, pos: usize) -> candle_core::Result<Tensor> {
+        match self {
+            Weights::Llama(m) => m.forward(input, pos),
+            Weights::Qwen2(m) => m.forward(input, pos),
+        }
+    }
+}
+
+struct Inner {
+    /// One generation at a time per loaded model; the KV cache lives in the weights.
+    weights: Mutex<Weights>,
+    tokenizer: GgufTokenizer,
+    template: ChatMl,
+    context_length: usize,
+    device: Device,
+}
+
+/// A GGUF model loaded in memory. Cheap to clone (shared weights).
+#[derive(Clone)]
+pub struct LocalModel {
+    id: String,
+    arch: String,
+    inner: Arc<Inner>,
+}
+
+/// What the model's chat turn asks for when `json` is set: local models have no constrained
+/// decoding, so JSON mode is an instruction appended to the system prompt.
+const JSON_INSTRUCTION: &str = "Answer with a single JSON object and nothing else.";
+
+impl LocalModel {
+    /// Loads `path` (a `.gguf` file); `name` becomes the id `local:NAME`.
+    pub fn load(path: &Path, name: &str) -> Result<Self, LoadError> {
+        let io = |e: std::io::Error| LoadError::Io(format!("{}: {e}", path.display()));
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| {
+            LoadError::Format(format!(
+                "{} is not a readable GGUF file: {e}",
+                path.display()
+            ))
+        })?;
+        let get_str = |key: &str| -> Result<String, LoadError> {
+            content
+                .metadata
+                .get(key)
+                .and_then(|v| v.to_string().ok().cloned())
+                .ok_or_else(|| LoadError::Format(format!("the GGUF has no `{key}`")))
+        };
+        let arch = get_str("general.architecture")?;
+        let context_length = content
+            .metadata
+            .get(&format!("{arch}.context_length"))
+            .and_then(|v| v.to_u32().ok())
+            .ok_or_else(|| LoadError::Format(format!("the GGUF has no `{arch}.context_length`")))?
+            as usize;
+        let template = ChatMl::from_template(&get_str("tokenizer.chat_template")?)?;
+        let tokenizer = GgufTokenizer::from_gguf(&content)?;
+        let device = Device::Cpu;
+        let weights_err =
+            |e: candle_core::Error| LoadError::Format(format!("cannot load the weights: {e}"));
+        let weights = match arch.as_str() {
+            "qwen2" => Weights::Qwen2(
+                quantized_qwen2::ModelWeights::from_gguf(content, &mut file, &device)
+                    .map_err(weights_err)?,
+            ),
+            "llama" => Weights::Llama(
+                quantized_llama::ModelWeights::from_gguf(content, &mut file, &device)
+                    .map_err(weights_err)?,
+            ),
+            other => {
+                return Err(LoadError::Unsupported(format!(
+                    "architecture `{other}` (supported: qwen2, llama)"
+                )))
+            }
+        };
+        tracing::debug!(
+            "loaded {} ({arch}, context {context_length})",
+            path.display()
+        );
+        Ok(Self {
+            id: format!("local:{name}"),
+            arch,
+            inner: Arc::new(Inner {
+                weights: Mutex::new(weights),
+                tokenizer,
+                template,
+                context_length,
+                device,
+            }),
+        })
+    }
+
+    /// `qwen2` or `llama`.
+    pub fn architecture(&self) -> &str {
+        &self.arch
+    }
+
+    pub fn tokenizer(&self) -> &GgufTokenizer {
+        &self.inner.tokenizer
+    }
+
+    /// The prompt text for `messages` (ChatML, ending with the assistant's turn).
+    pub fn render(&self, messages: &[Message]) -> String {
+        self.inner.template.render(messages)
+    }
+
+    /// Exclusive use of the model for running token ids through it directly (benchmarks,
+    /// tests that compare logits). Generation waits until the session is dropped.
+    pub fn session(&self) -> Result<Session<'_>, ChatError> {
+        let weights = self.inner.weights.lock().map_err(|_| poisoned())?;
+        Ok(Session {
+            inner: &self.inner,
+            weights,
+        })
+    }
+
+    /// Generates on the calling thread, handing each delta to `emit`; stops early (without
+    /// error) when `emit` returns false.
+    pub fn generate(
+        &self,
+        request: &ChatRequest,
+        emit: &mut dyn FnMut(Delta) -> bool,
+    ) -> Result<(), ChatError> {
+        self.inner.generate(request, emit)
+    }
+}
+
+/// A model held for direct forward passes; see [`LocalModel::session`].
+pub struct Session<'a> {
+    inner: &'a Inner,
+    weights: MutexGuard<'a, Weights>,
+}
+
+impl Session<'_> {
+    /// Runs `ids` through the model starting at position `pos` (0 starts a new sequence and
+    /// drops the KV cache) and returns the logits after the last one.
+    pub fn forward(&mut self, ids: &[u32], pos: usize) -> Result<Vec<f32>, ChatError> {
+        let logits = self.inner.forward(&mut self.weights, ids, pos)?;
+        logits.to_vec1::<f32>().map_err(compute)
+    }
+}
+
+fn compute(e: candle_core::Error) -> ChatError {
+    ChatError::Permanent(format!("local model failed: {e}"))
+}
+
+fn poisoned() -> ChatError {
+    ChatError::Permanent("the local model crashed in an earlier generation".into())
+}
+
+impl Inner {
+    fn forward(&self, weights: &mut Weights, ids: &[u32], pos: usize) -> Result<Tensor, ChatError> {
+        let input = Tensor::new(ids, &self.device)
+            .and_then(|t| t.unsqueeze(0))
+            .map_err(compute)?;
+        weights
+            .forward(&input, pos)
+            .and_then(|l| l.squeeze(0))
+            .map_err(compute)
+    }
+
+    fn prompt_ids(&self, request: &ChatRequest) -> Result<Vec<u32>, ChatError> {
+        let mut messages = request.messages.clone();
+        if request.json {
+            match messages.first_mut() {
+                Some(first) if first.role == Role::System => {
+                    first.content = format!("{}\n\n{JSON_INSTRUCTION}", first.content);
+                }
+                _ => messages.insert(0, Message::system(JSON_INSTRUCTION)),
+            }
+        }
+        let prompt = self.template.render(&messages);
+        self.tokenizer
+            .encode(&prompt)
+            .map_err(|e| ChatError::Permanent(format!("tokenizer failed: {e}")))
+    }
+
+    fn generate(
+        &self,
+        request: &ChatRequest,
+        emit: &mut dyn FnMut(Delta) -> bool,
+    ) -> Result<(), ChatError> {
+        if !request.tools.is_empty() {
+            return Err(ChatError::Permanent(
+                "local models take no tool definitions; use a strategy's JSON action protocol"
+                    .into(),
+            ));
+        }
+        let ids = self.prompt_ids(request)?;
+        if ids.len() >= self.context_length {
+            return Err(ChatError::ContextTooLong {
+                needed: ids.len() + 1,
+                limit: self.context_length,
+            });
+        }
+        let budget = request
+            .sampling
+            .max_tokens
+            .min(self.context_length - ids.len());
+        let s = &request.sampling;
+        let temperature = (s.temperature > 0.0).then_some(s.temperature as f64);
+        let top_p = (s.top_p > 0.0 && s.top_p < 1.0).then_some(s.top_p as f64);
+        let mut sampler = LogitsProcessor::new(s.seed, temperature, top_p);
+        let mut stops = StopMatcher::new(&s.stop);
+
+        let mut weights = self.weights.lock().map_err(|_| poisoned())?;
+        let mut logits = self.forward(&mut weights, &ids, 0)?;
+        let mut generated: Vec<u32> = Vec::new();
+        let mut shown = 0; // bytes of the decoded completion already emitted
+        let mut finish = FinishReason::Length;
+        while generated.len() < budget {
+            let next = sampler.sample(&logits).map_err(compute)?;
+            if self.tokenizer.stop_ids.contains(&next) {
+                finish = FinishReason::Stop;
+                break;
+            }
+            generated.push(next);
+            let text = self
+                .tokenizer
+                .decode(&generated)
+                .map_err(ChatError::Permanent)?;
+            // A character split across tokens decodes as U+FFFD until its last byte arrives.
+            if !text.ends_with('\u{FFFD}') && text.len() > shown {
+                let piece = text[shown..].to_string();
+                shown = text.len();
+                match stops.push(&piece) {
+                    walkrag_core::chat::StopCheck::Continue(out) => {
+                        if !out.is_empty() && !emit(Delta::Text { text: out }) {
+                            return Ok(());
+                        }
+                    }
+                    walkrag_core::chat::StopCheck::Stop(out) => {
+                        if !out.is_empty() && !emit(Delta::Text { text: out }) {
+                            return Ok(());
+                        }
+                        finish = FinishReason::Stop;
+                        break;
+                    }
+                }
+            }
+            if generated.len() == budget {
+                break;
+            }
+            logits = self.forward(&mut weights, &[next], ids.len() + generated.len() - 1)?;
+        }
+        drop(weights);
+        if finish != FinishReason::Stop || s.stop.is_empty() {
+            let rest = stops.finish();
+            if !rest.is_empty() && !emit(Delta::Text { text: rest }) {
+                return Ok(());
+            }
+        }
+        let usage = Usage {
+            prompt_tokens: ids.len(),
+            completion_tokens: generated.len(),
+        };
+        emit(Delta::Done { usage, finish });
+        Ok(())
+    }
+}
+
+impl ChatModel for LocalModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn context_length(&self) -> Option<usize> {
+        Some(self.inner.context_length)
+    }
+
+    fn supports_tools(&self) -> bool {
+        false
+    }
+
+    /// Generation runs on a thread of its own, off the async runtime; the stream is fed
+    /// through a bounded channel, and dropping the stream stops generation at the next token.
+    fn stream(&self, request: ChatRequest) -> DeltaStream {
+        let (tx, stream) = channel::bounded(64);
+        let model = self.clone();
+        std::thread::Builder::new()
+            .name("walkrag-generate".into())
+            .spawn(move || run(model, request, tx))
+            .expect("spawn a generation thread");
+        stream
+    }
+}
+
+fn run(model: LocalModel, request: ChatRequest, tx: Sender) {
+    let result = model.generate(&request, &mut |delta| tx.send(Ok(delta)));
+    if let Err(e) = result {
+        tx.send(Err(e));
+    }
+}
