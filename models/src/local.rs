@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use candle_core::quantized::gguf_file;
+use std::io::{Cursor, Read, Seek, SeekFrom};
+
+use candle_core::quantized::ggml_file::qtensor_from_ggml;
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
@@ -83,13 +86,15 @@ impl LocalModel {
         let device = Device::Cpu;
         let weights_err =
             |e: candle_core::Error| LoadError::Format(format!("cannot load the weights: {e}"));
+        let (content, mut reader) =
+            with_fast_blocks(content, &mut file, &device).map_err(weights_err)?;
         let weights = match arch.as_str() {
             "qwen2" => Weights::Qwen2(
-                quantized_qwen2::ModelWeights::from_gguf(content, &mut file, &device)
+                quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
                     .map_err(weights_err)?,
             ),
             "llama" => Weights::Llama(
-                quantized_llama::ModelWeights::from_gguf(content, &mut file, &device)
+                quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
                     .map_err(weights_err)?,
             ),
             other => {
@@ -163,6 +168,122 @@ impl Session<'_> {
         let logits = self.inner.forward(&mut self.weights, ids, pos)?;
         logits.to_vec1::<f32>().map_err(compute)
     }
+}
+
+/// Block types candle multiplies with scalar code only (no AVX2 kernel): Q4_1 (SmolLM2's
+/// file) and Q5_0/Q5_1 (the tensors of Qwen2.5-0.5B whose rows are not a multiple of 256, so
+/// `Q4_K_M` falls back to them). They take 85% of the time when left as they are.
+const SLOW_BLOCKS: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1];
+
+/// Where a model's tensors are read from: the file itself, or a re-encoded copy in memory.
+enum Source<'a> {
+    File(&'a mut std::fs::File),
+    Memory(Cursor<Vec<u8>>),
+}
+
+impl Read for Source<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::File(f) => f.read(buf),
+            Source::Memory(m) => m.read(buf),
+        }
+    }
+}
+
+impl Seek for Source<'_> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Source::File(f) => f.seek(pos),
+            Source::Memory(m) => m.seek(pos),
+        }
+    }
+}
+
+/// Re-encodes tensors of [`SLOW_BLOCKS`] types as Q8_0 (same 32-value blocks, 8-bit values:
+/// Q5_0 converts exactly, Q4_1 within a fraction of its own step), which candle multiplies
+/// with AVX2. Files without such tensors are read as they are.
+fn with_fast_blocks<'a>(
+    content: gguf_file::Content,
+    file: &'a mut std::fs::File,
+    device: &Device,
+) -> candle_core::Result<(gguf_file::Content, Source<'a>)> {
+    let slow = content
+        .tensor_infos
+        .values()
+        .filter(|t| SLOW_BLOCKS.contains(&t.ggml_dtype))
+        .count();
+    if slow == 0 {
+        return Ok((content, Source::File(file)));
+    }
+    let started = std::time::Instant::now();
+    let mut tensors = Vec::with_capacity(content.tensor_infos.len());
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    for name in names {
+        let info = &content.tensor_infos[name];
+        let tensor = match info.ggml_dtype {
+            // Exact, and fast: a byte shuffle per block.
+            GgmlDType::Q5_0 => {
+                let start = content.tensor_data_offset + info.offset;
+                let size = info.shape.elem_count() / 32 * Q5_0_BYTES;
+                let mut raw = vec![0u8; size];
+                file.seek(SeekFrom::Start(start))?;
+                file.read_exact(&mut raw)?;
+                let converted = q5_0_to_q8_0(&raw);
+                qtensor_from_ggml(
+                    GgmlDType::Q8_0,
+                    &converted,
+                    info.shape.dims().to_vec(),
+                    device,
+                )?
+            }
+            dtype if SLOW_BLOCKS.contains(&dtype) => {
+                let tensor = content.tensor(file, name, device)?;
+                QTensor::quantize(&tensor.dequantize(device)?, GgmlDType::Q8_0)?
+            }
+            _ => content.tensor(file, name, device)?,
+        };
+        tensors.push((name.clone(), tensor));
+    }
+    let metadata: Vec<(&str, &gguf_file::Value)> = content
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let mut buffer = Cursor::new(Vec::new());
+    gguf_file::write(&mut buffer, &metadata, &tensor_refs)?;
+    buffer.set_position(0);
+    let content = gguf_file::Content::read(&mut buffer)?;
+    tracing::debug!(
+        "re-encoded {slow} tensors as Q8_0 in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok((content, Source::Memory(buffer)))
+}
+
+const Q5_0_BYTES: usize = 22;
+const Q8_0_BYTES: usize = 34;
+
+/// Q5_0 blocks (f16 scale, 32 high bits, 32 low nibbles) to Q8_0 blocks (the same f16 scale,
+/// 32 signed bytes): value `j` is `d * (q - 16)` in both, so the conversion is exact.
+fn q5_0_to_q8_0(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len() / Q5_0_BYTES * Q8_0_BYTES);
+    for block in src.chunks_exact(Q5_0_BYTES) {
+        let (d, rest) = block.split_at(2);
+        let (qh, qs) = rest.split_at(4);
+        let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
+        out.extend_from_slice(d);
+        let mut values = [0u8; 32];
+        for j in 0..16 {
+            let high_lo = (((qh >> j) << 4) & 0x10) as u8;
+            let high_hi = ((qh >> (j + 12)) & 0x10) as u8;
+            values[j] = (((qs[j] & 0x0f) | high_lo) as i8 - 16) as u8;
+            values[j + 16] = (((qs[j] >> 4) | high_hi) as i8 - 16) as u8;
+        }
+        out.extend_from_slice(&values);
+    }
+    out
 }
 
 fn compute(e: candle_core::Error) -> ChatError {
@@ -314,5 +435,41 @@ fn run(model: LocalModel, request: ChatRequest, tx: Sender) {
     let result = model.generate(&request, &mut |delta| tx.send(Ok(delta)));
     if let Err(e) = result {
         tx.send(Err(e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q5_0_blocks_convert_to_q8_0_exactly() {
+        let device = Device::Cpu;
+        let values: Vec<f32> = (0..256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013)
+            .collect();
+        let source = Tensor::new(values.as_slice(), &device)
+            .unwrap()
+            .reshape((4, 64))
+            .unwrap();
+        let q5 = QTensor::quantize(&source, GgmlDType::Q5_0).unwrap();
+        let raw = q5.data().unwrap();
+        let q8 =
+            qtensor_from_ggml(GgmlDType::Q8_0, &q5_0_to_q8_0(&raw), vec![4, 64], &device).unwrap();
+        let a: Vec<f32> = q5
+            .dequantize(&device)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let b: Vec<f32> = q8
+            .dequantize(&device)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert_eq!(a, b);
     }
 }

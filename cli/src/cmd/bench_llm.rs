@@ -70,12 +70,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let token = prompt[0];
 
     let mut session = model.session()?;
-    let time_prompt =
-        |session: &mut walkrag_models::local::Session<'_>| -> anyhow::Result<f64> {
-            let start = Instant::now();
-            session.forward(&prompt, 0)?;
-            Ok(start.elapsed().as_secs_f64())
-        };
+    let time_prompt = |session: &mut walkrag_models::local::Session<'_>| -> anyhow::Result<f64> {
+        let start = Instant::now();
+        session.forward(&prompt, 0)?;
+        Ok(start.elapsed().as_secs_f64())
+    };
     let time_gen = |session: &mut walkrag_models::local::Session<'_>| -> anyhow::Result<f64> {
         let start = Instant::now();
         for pos in 0..args.gen_tokens {

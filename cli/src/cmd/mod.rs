@@ -71,7 +71,10 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 pub fn load_chat_model(spec: &str) -> anyhow::Result<Arc<dyn ChatModel>> {
     let parsed = ModelSpec::parse(spec)?;
     match parsed {
-        ModelSpec::OpenAi(_) => bail!("openai: models are not wired in yet"),
+        ModelSpec::OpenAi(model) => {
+            let config = walkrag_openai::OpenAiConfig::from_env(model);
+            Ok(Arc::new(walkrag_openai::OpenAiModel::new(config)?))
+        }
         local => {
             let model = walkrag_models::load_local(&local)
                 .with_context(|| format!("cannot load {spec}"))?;
