@@ -71,16 +71,7 @@ impl Document {
             .find(|s| s.level > 0)
             .map(|s| s.title().to_string())
             .unwrap_or_else(|| fallback.to_string());
-        Self::assemble(
-            id,
-            title,
-            source,
-            format,
-            text,
-            sections,
-            Vec::new(),
-            Map::new(),
-        )
+        Self::unhashed(id, title, source, format, text, sections).hashed()
     }
 
     /// A document without headings (plain text, a corpus record): one section named `title`
@@ -94,16 +85,11 @@ impl Document {
         metadata: Map<String, Value>,
     ) -> Self {
         let sections = vec![whole(&id, &title, 0..text.len())];
-        Self::assemble(
-            id,
-            title,
-            source,
-            format,
-            text,
-            sections,
-            Vec::new(),
+        Self {
             metadata,
-        )
+            ..Self::unhashed(id, title, source, format, text, sections)
+        }
+        .hashed()
     }
 
     /// A PDF: one section per page (`Page 3`), so every chunk cites its page.
@@ -118,37 +104,22 @@ impl Document {
             let name = format!("Page {}", i + 1);
             sections.push(whole(&id, &name, starts[i]..text.len()));
         }
-        Self::assemble(
-            id,
-            title,
-            source,
-            Format::Pdf,
-            text,
-            sections,
-            starts,
-            Map::new(),
-        )
+        Self {
+            pages: starts,
+            ..Self::unhashed(id, title, source, Format::Pdf, text, sections)
+        }
+        .hashed()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
+    /// A document without pages, metadata or hash yet.
+    fn unhashed(
         id: DocId,
         title: String,
         source: String,
         format: Format,
         text: String,
         sections: Vec<Section>,
-        pages: Vec<usize>,
-        metadata: Map<String, Value>,
     ) -> Self {
-        let mut hasher = Sha256::new();
-        for part in [format.name(), id.0.as_str(), title.as_str(), text.as_str()] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
-        let meta = Value::Object(metadata.clone()).to_string();
-        hasher.update(meta.as_bytes());
-        let hash = format!("{:x}", hasher.finalize());
         Self {
             id,
             title,
@@ -156,10 +127,22 @@ impl Document {
             format,
             text,
             sections,
-            pages,
-            metadata,
-            hash,
+            pages: Vec::new(),
+            metadata: Map::new(),
+            hash: String::new(),
         }
+    }
+
+    /// Sets `hash` from everything chunking and embedding depend on.
+    fn hashed(mut self) -> Self {
+        let mut hasher = Sha256::new();
+        for part in [self.format.name(), &self.id.0, &self.title, &self.text] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hasher.update(Value::Object(self.metadata.clone()).to_string().as_bytes());
+        self.hash = format!("{:x}", hasher.finalize());
+        self
     }
 
     /// The page (1-based) holding byte `offset`, for PDFs.

@@ -456,20 +456,13 @@ mod tests {
         let raw = q5.data().unwrap();
         let q8 =
             qtensor_from_ggml(GgmlDType::Q8_0, &q5_0_to_q8_0(&raw), vec![4, 64], &device).unwrap();
-        let a: Vec<f32> = q5
-            .dequantize(&device)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        let b: Vec<f32> = q8
-            .dequantize(&device)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
+        let values = |q: &QTensor| -> Vec<f32> {
+            q.dequantize(&device)
+                .and_then(|t| t.flatten_all())
+                .and_then(|t| t.to_vec1())
+                .unwrap()
+        };
+        let (a, b) = (values(&q5), values(&q8));
         assert_eq!(a, b);
     }
 }

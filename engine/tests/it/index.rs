@@ -15,6 +15,11 @@ fn build(index: &Path, paths: &[PathBuf], options: &UpdateOptions) -> Summary {
     update(index, paths, embedder(), "minilm", options, &Quiet).expect("update succeeds")
 }
 
+/// Indexes `root` with the default options.
+fn build_default(index: &Path, root: &Path) -> Summary {
+    build(index, &[root.to_path_buf()], &UpdateOptions::default())
+}
+
 fn top_hit<'a>(index: &'a Index, query: &str) -> walkrag_engine::ChunkRef<'a> {
     let q = embedder().embed_one(query).unwrap();
     index.chunk(index.search(&q, 1)[0].row)
@@ -27,11 +32,7 @@ fn good_and_bad_files_index_with_one_warning_each() {
     fixtures::good_tree(&root);
     fixtures::bad_tree(&root);
     let index_dir = tmp.path().join("index");
-    let summary = build(
-        &index_dir,
-        std::slice::from_ref(&root),
-        &UpdateOptions::default(),
-    );
+    let summary = build_default(&index_dir, &root);
 
     // report, almanac, bees.pdf, 3 corpus records, llms.txt, readme.txt, and the good record of
     // mixed.jsonl.
@@ -112,11 +113,7 @@ fn markdown_sections_pdf_pages_and_records_are_found_by_search() {
     let root = tmp.path().join("docs");
     fixtures::good_tree(&root);
     let index_dir = tmp.path().join("index");
-    build(
-        &index_dir,
-        std::slice::from_ref(&root),
-        &UpdateOptions::default(),
-    );
+    build_default(&index_dir, &root);
     let index = Index::open(&index_dir).unwrap();
     index.check_embedder(embedder()).unwrap();
 
@@ -274,17 +271,9 @@ fn a_file_that_becomes_unreadable_keeps_its_previous_version() {
     fixtures::write(&root, "a.md", "# A\n\nApples are red.\n");
     fixtures::write(&root, "b.md", "# B\n\nBananas are yellow.\n");
     let index_dir = tmp.path().join("index");
-    build(
-        &index_dir,
-        std::slice::from_ref(&root),
-        &UpdateOptions::default(),
-    );
+    build_default(&index_dir, &root);
     fixtures::write(&root, "b.md", b"# B\n\nBananas are \xff yellow.\n");
-    let summary = build(
-        &index_dir,
-        std::slice::from_ref(&root),
-        &UpdateOptions::default(),
-    );
+    let summary = build_default(&index_dir, &root);
     assert_eq!(
         (summary.kept_after_error, summary.removed, summary.documents),
         (1, 0, 2)
@@ -377,11 +366,7 @@ fn another_embedder_is_refused_with_advice_and_damage_is_reported() {
     let root = tmp.path().join("docs");
     fixtures::write(&root, "a.md", "# A\n\nApples are red.\n");
     let index_dir = tmp.path().join("index");
-    build(
-        &index_dir,
-        std::slice::from_ref(&root),
-        &UpdateOptions::default(),
-    );
+    build_default(&index_dir, &root);
     let index = Index::open(&index_dir).unwrap();
     let err = index.check_embedder(&OtherModel).unwrap_err();
     let message = err.to_string();
