@@ -43,5 +43,9 @@ section=$($walkrag search "how much electricity does the solar roof make?" --ind
   | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["section_id"])')
 $walkrag show "$section" --index "$index"
 
+echo; echo "== a local chat model (Qwen2.5-Coder-0.5B on candle) answers, streaming"
+$walkrag chat --max-tokens 48 -v \
+  --prompt "In one sentence: why do dairy cooperatives pool their milk in one creamery?"
+
 echo; echo "== embedding throughput on the demo passages"
 $walkrag bench embed --corpus demo/passages.jsonl --runs 1
