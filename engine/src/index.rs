@@ -162,37 +162,11 @@ pub struct Index {
 impl Index {
     /// Opens the live generation of the index in `dir`.
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
-        let current = dir.join("CURRENT");
-        let name = match fs::read_to_string(&current) {
-            Ok(name) => name.trim().to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(IndexError::NotFound(dir.to_path_buf()))
-            }
-            Err(e) => return Err(io(&current)(e)),
-        };
+        let (generation, manifest) = read_manifest(dir)?;
         let corrupt = |detail: String| IndexError::Corrupt {
             path: dir.to_path_buf(),
             detail,
         };
-        if !name.starts_with("gen-") || name.contains(['/', '\\']) || name.ends_with(".tmp") {
-            return Err(corrupt(format!("CURRENT names {name:?}")));
-        }
-        let generation = dir.join(&name);
-        let manifest_path = generation.join("manifest.json");
-        let bytes = fs::read(&manifest_path).map_err(io(&manifest_path))?;
-        let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("manifest.json: {e}")))?;
-        if manifest.format != FORMAT_NAME {
-            return Err(corrupt(format!(
-                "manifest.json is not a {FORMAT_NAME} manifest"
-            )));
-        }
-        if manifest.version != FORMAT_VERSION {
-            return Err(IndexError::Version {
-                path: dir.to_path_buf(),
-                found: manifest.version,
-            });
-        }
         for (file, &size) in &manifest.files {
             let path = generation.join(file);
             let actual = fs::metadata(&path).map_err(io(&path))?.len();
@@ -342,6 +316,11 @@ impl Index {
         }
     }
 
+    /// Every stored vector, row after row (row `i` belongs to chunk row `i`).
+    pub fn vectors(&self) -> &[f32] {
+        &self.vectors
+    }
+
     /// The stored vector of a chunk.
     pub fn vector(&self, row: usize) -> &[f32] {
         let dim = self.manifest.embedder.dim;
@@ -363,10 +342,8 @@ impl Index {
         let found = match (&self.graph, options.exact) {
             (Some(graph), false) => {
                 let ef = options.ef_search.unwrap_or(self.manifest.ann.ef_search);
-                match options.keep {
-                    Some(_) => graph.search(query, k, ef, Some(&keep_row)),
-                    None => graph.search(query, k, ef, None),
-                }
+                let filter = options.keep.map(|_| &keep_row as &dyn Fn(usize) -> bool);
+                graph.search(query, k, ef, filter)
             }
             _ => ann::exact(&self.vectors, dim, query, k, &keep_row),
         };
@@ -402,6 +379,52 @@ impl Index {
     /// The row of a chunk id.
     pub fn row_of(&self, id: ChunkId) -> Option<usize> {
         self.by_chunk.get(&id).copied()
+    }
+}
+
+/// The live generation's directory and manifest, without reading the rest of the index (for
+/// callers that only need the embedder spec or parameters).
+pub fn read_manifest(dir: &Path) -> Result<(PathBuf, Manifest), IndexError> {
+    let current = dir.join("CURRENT");
+    let name = match fs::read_to_string(&current) {
+        Ok(name) => name.trim().to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(IndexError::NotFound(dir.to_path_buf()))
+        }
+        Err(e) => return Err(io(&current)(e)),
+    };
+    let corrupt = |detail: String| IndexError::Corrupt {
+        path: dir.to_path_buf(),
+        detail,
+    };
+    if !name.starts_with("gen-") || name.contains(['/', '\\']) || name.ends_with(".tmp") {
+        return Err(corrupt(format!("CURRENT names {name:?}")));
+    }
+    let generation = dir.join(&name);
+    let manifest_path = generation.join("manifest.json");
+    let bytes = fs::read(&manifest_path).map_err(io(&manifest_path))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("manifest.json: {e}")))?;
+    if manifest.format != FORMAT_NAME {
+        return Err(corrupt(format!(
+            "manifest.json is not a {FORMAT_NAME} manifest"
+        )));
+    }
+    if manifest.version != FORMAT_VERSION {
+        return Err(IndexError::Version {
+            path: dir.to_path_buf(),
+            found: manifest.version,
+        });
+    }
+    Ok((generation, manifest))
+}
+
+/// "hnsw" or "exact", as summaries and reports name the search an index uses.
+fn search_kind(has_graph: bool) -> &'static str {
+    if has_graph {
+        "hnsw"
+    } else {
+        "exact"
     }
 }
 
@@ -647,7 +670,7 @@ pub fn update(
         let old = old.expect("checked above");
         summary.documents = old.docs.len();
         summary.chunks = old.rows.len();
-        summary.search = if old.has_graph() { "hnsw" } else { "exact" }.into();
+        summary.search = search_kind(old.has_graph()).into();
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(summary);
     }
@@ -746,7 +769,7 @@ pub fn update(
     summary.documents = docs.len();
     summary.chunks = chunks;
     summary.written = true;
-    summary.search = if graph.is_some() { "hnsw" } else { "exact" }.into();
+    summary.search = search_kind(graph.is_some()).into();
     summary.seconds = started.elapsed().as_secs_f64();
     drop(lock);
     Ok(summary)

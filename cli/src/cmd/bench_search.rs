@@ -127,9 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     );
     let rss_open_mib = rss_mib();
     let dim = index.manifest().embedder.dim;
-    let vectors: Vec<f32> = (0..index.len())
-        .flat_map(|r| index.vector(r).to_vec())
-        .collect();
+    let vectors = index.vectors();
 
     let questions: Vec<Question> = match &args.questions {
         Some(path) => super::read_jsonl(Some(path))?,
@@ -165,7 +163,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         .iter()
         .map(|q| {
             let start = Instant::now();
-            let hits = ann::exact(&vectors, dim, q, args.k, &all);
+            let hits = ann::exact(vectors, dim, q, args.k, &all);
             exact_ms.push(start.elapsed().as_secs_f64() * 1e3);
             hits.into_iter().map(|(row, _)| row).collect()
         })
@@ -184,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
             };
             eprintln!("building HNSW m={m} ef_construction={ef_construction} ...");
             let start = Instant::now();
-            let graph = Graph::build(&vectors, dim, &params);
+            let graph = Graph::build(vectors, dim, &params);
             let build_s = start.elapsed().as_secs_f64();
             let (graph_mib, data_mib) = dump_sizes(&graph)?;
             let mut searches = Vec::new();
@@ -219,14 +217,14 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
 
     let question_recall = (!questions.is_empty()).then(|| {
-        let default_graph = default_graph.unwrap_or_else(|| Graph::build(&vectors, dim, &defaults));
+        let default_graph = default_graph.unwrap_or_else(|| Graph::build(vectors, dim, &defaults));
         let doc_of = |row: usize| index.chunk(row).doc.id.0.clone();
         let mut exact_sum = [0.0; 3];
         let mut hnsw_sum = [0.0; 3];
         // Enough chunks to reach 10 distinct documents even when documents have many chunks.
         let depth = 50.min(index.len());
         for (q, question) in queries.iter().zip(&questions) {
-            let exact: Vec<String> = ann::exact(&vectors, dim, q, depth, &all)
+            let exact: Vec<String> = ann::exact(vectors, dim, q, depth, &all)
                 .into_iter()
                 .map(|(r, _)| doc_of(r))
                 .collect();

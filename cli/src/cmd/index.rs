@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use anyhow::ensure;
 use indicatif::ProgressBar;
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
-use walkrag_engine::{AnnParams, ChunkSpec, Index, IndexError, Progress, Skipped, UpdateOptions};
+use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
 
 /// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora.
 ///
@@ -106,10 +106,8 @@ impl Progress for Bars {
     }
 
     fn phase(&self, name: &str) {
-        if name != "chunking" {
-            self.clear();
-            tracing::info!("{name}");
-        }
+        self.clear();
+        tracing::info!("{name}");
     }
 }
 
@@ -119,10 +117,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.ef_construction >= args.m,
         "--ef-construction must be at least --m"
     );
-    let existing = match Index::open(&args.index) {
-        Ok(index) => Some(index.manifest().embedder.spec.clone()),
-        Err(_) => None,
-    };
+    // Only the manifest: the embedder spec, without loading the documents and the graph.
+    let existing = read_manifest(&args.index)
+        .ok()
+        .map(|(_, manifest)| manifest.embedder.spec);
     let spec = args
         .embedder
         .clone()
@@ -159,10 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let summary =
         walkrag_engine::update(&args.index, &args.paths, &embedder, &spec, &options, &bars);
     bars.clear();
-    let summary = match summary {
-        Err(e @ IndexError::EmbedderMismatch { .. }) => return Err(e.into()),
-        other => other?,
-    };
+    let summary = summary?;
 
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
