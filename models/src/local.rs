@@ -11,6 +11,7 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
+use walkrag_core::chat::StopCheck;
 use walkrag_core::{
     ChatError, ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Message, Role,
     StopMatcher, Usage,
@@ -369,19 +370,16 @@ impl Inner {
             if !text.ends_with('\u{FFFD}') && text.len() > shown {
                 let piece = text[shown..].to_string();
                 shown = text.len();
-                match stops.push(&piece) {
-                    walkrag_core::chat::StopCheck::Continue(out) => {
-                        if !out.is_empty() && !emit(Delta::Text { text: out }) {
-                            return Ok(());
-                        }
-                    }
-                    walkrag_core::chat::StopCheck::Stop(out) => {
-                        if !out.is_empty() && !emit(Delta::Text { text: out }) {
-                            return Ok(());
-                        }
-                        finish = FinishReason::Stop;
-                        break;
-                    }
+                let (out, reached_stop) = match stops.push(&piece) {
+                    StopCheck::Continue(out) => (out, false),
+                    StopCheck::Stop(out) => (out, true),
+                };
+                if !out.is_empty() && !emit(Delta::Text { text: out }) {
+                    return Ok(());
+                }
+                if reached_stop {
+                    finish = FinishReason::Stop;
+                    break;
                 }
             }
             if generated.len() == budget {
@@ -390,11 +388,11 @@ impl Inner {
             logits = self.forward(&mut weights, &[next], ids.len() + generated.len() - 1)?;
         }
         drop(weights);
-        if finish != FinishReason::Stop || s.stop.is_empty() {
-            let rest = stops.finish();
-            if !rest.is_empty() && !emit(Delta::Text { text: rest }) {
-                return Ok(());
-            }
+        // Text held back as a possible start of a stop string is real text when the turn ended
+        // otherwise (after a stop string the matcher holds nothing).
+        let rest = stops.finish();
+        if !rest.is_empty() && !emit(Delta::Text { text: rest }) {
+            return Ok(());
         }
         let usage = Usage {
             prompt_tokens: ids.len(),

@@ -85,9 +85,9 @@ fn default_system(source: &str) -> Option<String> {
     let mut rest = source;
     while let Some(at) = rest.find("<|im_start|>system") {
         rest = &rest[at + "<|im_start|>system".len()..];
-        let body = rest
-            .strip_prefix("\\n")
-            .or_else(|| rest.strip_prefix('\n'))?;
+        let Some(body) = rest.strip_prefix("\\n").or_else(|| rest.strip_prefix('\n')) else {
+            continue;
+        };
         let Some(end) = body.find(END) else { continue };
         let text = &body[..end];
         if !text.is_empty() && !text.contains(['\'', '"', '{', '}', '+']) {
@@ -121,6 +121,16 @@ mod tests {
             Some("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")
         );
         assert!(ChatMl::from_template("{{ bos_token }}[INST] {{ m }} [/INST]").is_err());
+        // An occurrence not followed by a newline does not end the search.
+        let later =
+            "{{ '<|im_start|>system' + sep }}{{ '<|im_start|>system\nBe kind.<|im_end|>' }}";
+        assert_eq!(
+            ChatMl::from_template(later)
+                .unwrap()
+                .default_system
+                .as_deref(),
+            Some("Be kind.")
+        );
     }
 
     #[test]
