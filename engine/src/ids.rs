@@ -60,8 +60,9 @@ impl fmt::Display for SectionId {
     }
 }
 
-/// A chunk's id: its section and its position within the section (`1a2b3c4d.0`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A chunk's id: its section and its position within the section (`1a2b3c4d.0`). Serialized
+/// in that text form, the way users, LLM prompts and traces see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ChunkId {
     pub section: SectionId,
     pub index: u32,
@@ -81,6 +82,20 @@ impl ChunkId {
             section: SectionId::parse(section)?,
             index: index.parse().ok()?,
         })
+    }
+}
+
+impl Serialize for ChunkId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a chunk id: {text:?}")))
     }
 }
 
@@ -123,5 +138,9 @@ mod tests {
         };
         assert_eq!(ChunkId::parse(&chunk.to_string()), Some(chunk));
         assert_eq!(ChunkId::parse("nothing"), None);
+        let json = serde_json::to_string(&chunk).unwrap();
+        assert_eq!(json, format!("\"{chunk}\""));
+        assert_eq!(serde_json::from_str::<ChunkId>(&json).unwrap(), chunk);
+        assert!(serde_json::from_str::<ChunkId>("\"12.x\"").is_err());
     }
 }

@@ -1,1 +1,27 @@
-//! Retrieval strategies (walk, single, roam, toc, docs, actions) over traits only: never links candle or reqwest. Empty until the strategy API lands.
+//! walkrag's retrieval strategies.
+//!
+//! Every strategy takes a question and an [`Env`] (index, embedder, chat model), emits
+//! [`Event`]s while it works, and returns one [`Answer`] whose [`Trace`] records every
+//! retrieval and every LLM call. The CLI, eval and the HTML trace consume only these types.
+//!
+//! This crate talks to models through the `walkrag-core` traits: it never links candle or an
+//! HTTP client, so its tests run in milliseconds with scripted fakes.
+
+mod answer;
+mod event;
+pub mod passages;
+pub mod prompt;
+pub mod reply;
+mod run;
+mod single;
+mod strategy;
+mod trace;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use answer::{Answer, Cost, Termination};
+pub use event::{Event, Sink};
+pub use single::Single;
+pub use strategy::{BoxFuture, Env, SearchParams, Strategy, StrategyError};
+pub use trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};

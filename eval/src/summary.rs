@@ -1,0 +1,101 @@
+//! `summary.json`: means per strategy over the questions answered so far.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::ResultLine;
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub dataset: String,
+    /// Questions in the set (answered or not).
+    pub questions: usize,
+    pub strategies: BTreeMap<String, StrategySummary>,
+}
+
+/// One strategy's means per question. Questions it failed on count as zero.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StrategySummary {
+    #[serde(rename = "recall@2")]
+    pub recall_2: f64,
+    #[serde(rename = "recall@5")]
+    pub recall_5: f64,
+    #[serde(rename = "recall@10")]
+    pub recall_10: f64,
+    pub em: f64,
+    pub f1: f64,
+    pub llm_calls: f64,
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+    pub seconds: f64,
+    /// Questions answered (or failed) so far.
+    pub answered: usize,
+    pub errors: usize,
+    /// Share of answers the strategy considered found.
+    pub found: f64,
+    pub cycles: f64,
+    /// How many questions ended for each reason.
+    pub terminations: BTreeMap<String, usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain: Option<f64>,
+}
+
+impl StrategySummary {
+    pub fn recall(&self) -> [f64; 3] {
+        [self.recall_2, self.recall_5, self.recall_10]
+    }
+
+    /// Means over `lines` (one strategy's).
+    pub fn of(lines: &[&ResultLine]) -> Self {
+        let n = lines.len().max(1) as f64;
+        let mean = |f: &dyn Fn(&ResultLine) -> f64| lines.iter().map(|l| f(l)).sum::<f64>() / n;
+        let optional_mean = |f: &dyn Fn(&ResultLine) -> Option<f64>| {
+            let values: Vec<f64> = lines.iter().filter_map(|l| f(l)).collect();
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        let mut terminations = BTreeMap::new();
+        for line in lines {
+            *terminations.entry(line.termination.clone()).or_default() += 1;
+        }
+        Self {
+            recall_2: mean(&|l| l.metrics.recall_2),
+            recall_5: mean(&|l| l.metrics.recall_5),
+            recall_10: mean(&|l| l.metrics.recall_10),
+            em: mean(&|l| l.metrics.em),
+            f1: mean(&|l| l.metrics.f1),
+            llm_calls: mean(&|l| l.usage.llm_calls as f64),
+            prompt_tokens: mean(&|l| l.usage.prompt_tokens as f64),
+            completion_tokens: mean(&|l| l.usage.completion_tokens as f64),
+            seconds: mean(&|l| l.elapsed_ms as f64 / 1000.0),
+            answered: lines.len(),
+            errors: lines.iter().filter(|l| l.error.is_some()).count(),
+            found: mean(&|l| f64::from(u8::from(l.found))),
+            cycles: mean(&|l| l.cycles as f64),
+            terminations,
+            contains: optional_mean(&|l| l.metrics.contains),
+            abstain: optional_mean(&|l| l.metrics.abstain),
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of `lines` for `strategies`, in a set of `questions` questions.
+    pub fn of(dataset: &str, questions: usize, strategies: &[&str], lines: &[ResultLine]) -> Self {
+        let strategies = strategies
+            .iter()
+            .map(|&name| {
+                let mine: Vec<&ResultLine> = lines.iter().filter(|l| l.strategy == name).collect();
+                (name.to_string(), StrategySummary::of(&mine))
+            })
+            .collect();
+        Self {
+            dataset: dataset.to_string(),
+            questions,
+            strategies,
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Prompt templates. Each lives in its own file under `walker/prompts/` so a change to a
+//! prompt is a reviewable diff (and a snapshot test diff); `{{name}}` marks a value.
+
+/// The answer step, shared by strategies: passages (and facts, when a strategy has them) in,
+/// a short answer with citations out.
+pub const ANSWER_SYSTEM: &str = include_str!("../prompts/answer.system.md");
+pub const ANSWER_USER: &str = include_str!("../prompts/answer.user.md");
+
+/// Fills the `{{name}}` placeholders of `template`.
+///
+/// # Panics
+/// When a placeholder has no value or a value has no placeholder: templates and callers are
+/// compiled together, so either is a bug that the prompt snapshot tests catch.
+pub fn render(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out =
+        String::with_capacity(template.len() + values.iter().map(|v| v.1.len()).sum::<usize>());
+    let mut used = vec![false; values.len()];
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find("}}")
+            .unwrap_or_else(|| panic!("unclosed placeholder in template: {}", &rest[start..]));
+        let name = &after[..end];
+        let slot = values
+            .iter()
+            .position(|(key, _)| *key == name)
+            .unwrap_or_else(|| panic!("no value for placeholder {{{{{name}}}}}"));
+        used[slot] = true;
+        out.push_str(values[slot].1);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    if let Some(unused) = used.iter().position(|u| !u) {
+        panic!(
+            "the template has no placeholder {{{{{}}}}}",
+            values[unused].0
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_placeholders() {
+        assert_eq!(
+            render("Q: {{q}}\n{{p}} and {{q}}", &[("q", "why?"), ("p", "text")]),
+            "Q: why?\ntext and why?"
+        );
+        assert_eq!(render("no placeholders", &[]), "no placeholders");
+    }
+
+    #[test]
+    #[should_panic(expected = "no value for placeholder {{x}}")]
+    fn missing_value_is_a_bug() {
+        render("{{x}}", &[]);
+    }
+
+    #[test]
+    #[should_panic(expected = "no placeholder {{y}}")]
+    fn unused_value_is_a_bug() {
+        render("{{x}}", &[("x", "1"), ("y", "2")]);
+    }
+}

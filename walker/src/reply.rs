@@ -1,0 +1,222 @@
+//! Reading an answer reply: the short answer, whether it was found, and the chunks cited.
+//!
+//! Small models follow the `Answer: / Sources: / Explanation:` format loosely, so the reader
+//! accepts Markdown decoration, ids with or without brackets, and a reply without labels.
+
+use walkrag_engine::ChunkId;
+
+/// An answer reply, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The answer line without its label and citations.
+    pub answer: String,
+    /// False when the reply says the passages do not hold the answer.
+    pub found: bool,
+    /// Every chunk id mentioned anywhere in the reply, first mention first, once each.
+    pub cited: Vec<ChunkId>,
+}
+
+/// Answers that mean "the passages do not say" (compared after normalisation).
+const NOT_FOUND: [&str; 8] = [
+    "not found",
+    "no answer",
+    "unknown",
+    "cannot be determined",
+    "not mentioned",
+    "not stated",
+    "the passages do not",
+    "insufficient information",
+];
+
+pub fn parse(text: &str) -> Reply {
+    let cited = chunk_ids(text);
+    let raw = answer_line(text).unwrap_or_default();
+    let answer = clean(&raw);
+    let key = normalise(&answer);
+    let found = !key.is_empty() && !NOT_FOUND.iter().any(|p| key.starts_with(p));
+    Reply {
+        answer,
+        found,
+        cited,
+    }
+}
+
+/// The text after `Answer:` (or on the next line when that is empty); without such a label,
+/// the first non-empty line.
+fn answer_line(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(undecorate).collect();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(rest) = strip_label(line, "answer") {
+            if !rest.is_empty() {
+                return Some(rest.to_string());
+            }
+            return lines[i + 1..]
+                .iter()
+                .find(|l| !l.is_empty())
+                .filter(|l| label_of(l).is_none())
+                .map(|l| l.to_string());
+        }
+    }
+    lines
+        .iter()
+        .find(|l| !l.is_empty() && label_of(l).is_none())
+        .map(|l| l.to_string())
+}
+
+/// A line without Markdown list, heading and emphasis marks around it.
+fn undecorate(line: &str) -> &str {
+    line.trim()
+        .trim_start_matches(['#', '-', '>', ' '])
+        .trim_matches('*')
+        .trim_matches('_')
+        .trim()
+}
+
+/// `rest` when `line` starts with `label:` (any case, emphasis around the label allowed).
+fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let head = line.get(..label.len())?;
+    if !head.eq_ignore_ascii_case(label) {
+        return None;
+    }
+    let rest = line[label.len()..].trim_start_matches('*');
+    let rest = rest.strip_prefix(':')?;
+    Some(rest.trim_start_matches('*').trim())
+}
+
+fn label_of(line: &str) -> Option<&'static str> {
+    ["answer", "sources", "source", "explanation"]
+        .into_iter()
+        .find(|label| strip_label(line, label).is_some())
+}
+
+/// The answer without chunk ids, empty brackets and trailing punctuation.
+fn clean(raw: &str) -> String {
+    let mut text = strip_ids(raw);
+    for empty in ["[]", "()", "[, ]", "[,]"] {
+        text = text.replace(empty, "");
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.trim_matches(|c: char| c == '.' || c == ',' || c == ';' || c == '*' || c == '"')
+        .trim()
+        .to_string()
+}
+
+/// Lower case, letters and digits only, single spaces.
+fn normalise(text: &str) -> String {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Byte ranges of chunk ids (`1a2b3c4d.0`) in `text`, standing alone (not inside a longer word).
+fn id_spans(text: &str) -> Vec<(usize, usize, ChunkId)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 10 <= bytes.len() {
+        let boundary_before = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if boundary_before
+            && bytes[i..i + 8].iter().all(u8::is_ascii_hexdigit)
+            && bytes[i + 8] == b'.'
+        {
+            let mut end = i + 9;
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+            let boundary_after = end == bytes.len() || !bytes[end].is_ascii_alphanumeric();
+            if end > i + 9 && boundary_after {
+                if let Some(id) = ChunkId::parse(&text[i..end]) {
+                    out.push((i, end, id));
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Every chunk id in `text`, first mention first, once each.
+pub fn chunk_ids(text: &str) -> Vec<ChunkId> {
+    let mut out: Vec<ChunkId> = Vec::new();
+    for (_, _, id) in id_spans(text) {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
+/// `text` with every chunk id removed.
+pub fn strip_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end, _) in id_spans(text) {
+        out.push_str(&text[last..start]);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> ChunkId {
+        ChunkId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn reads_the_requested_format() {
+        let reply = parse(
+            "Answer: Paris [0badcafe.1]\nSources: [0badcafe.1], [12345678.0]\nExplanation: \
+             The capital is Paris [0badcafe.1].",
+        );
+        assert_eq!(reply.answer, "Paris");
+        assert!(reply.found);
+        assert_eq!(reply.cited, [id("0badcafe.1"), id("12345678.0")]);
+    }
+
+    #[test]
+    fn tolerates_markdown_and_missing_labels() {
+        assert_eq!(parse("**Answer:** yes.\n").answer, "yes");
+        assert_eq!(parse("- **Answer**: 1998 (abcdef01.2)").answer, "1998");
+        assert_eq!(
+            parse("Answer:\n\nThe Beatles\nSources: x").answer,
+            "The Beatles"
+        );
+        assert_eq!(
+            parse("\nA spirit, see [abcdef01.0]\n").answer,
+            "A spirit, see"
+        );
+        assert_eq!(parse("Sources: [abcdef01.0]").answer, "");
+    }
+
+    #[test]
+    fn recognises_not_found() {
+        for text in [
+            "Answer: not found\nExplanation: the passages are about trains.",
+            "Answer: Not found.",
+            "Answer: Unknown",
+            "Answer: The passages do not say.",
+            "",
+        ] {
+            assert!(!parse(text).found, "{text:?}");
+        }
+        assert!(parse("Answer: Foundation year 1902").found);
+    }
+
+    #[test]
+    fn ids_must_stand_alone() {
+        assert_eq!(
+            chunk_ids("x0badcafe.1 0badcafe.1x 0badcafe. 0badcafe.12"),
+            [id("0badcafe.12")]
+        );
+        assert_eq!(strip_ids("a [0badcafe.1] b"), "a [] b");
+        assert_eq!(chunk_ids("ünï [0badcafe.3]"), [id("0badcafe.3")]);
+    }
+}

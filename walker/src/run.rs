@@ -1,0 +1,294 @@
+//! What every strategy does along the way: retrieving, calling the model, answering, and
+//! recording all of it in the trace and the event stream.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use walkrag_core::{chat, ChatError, ChatRequest, Completion, Delta, Message, Sampling};
+use walkrag_engine::{ChunkId, ChunkRef, SearchOptions};
+
+use crate::answer::{Answer, Cost, Termination};
+use crate::event::{Event, Sink};
+use crate::passages;
+use crate::prompt;
+use crate::reply::{self, Reply};
+use crate::strategy::{Env, Strategy, StrategyError};
+use crate::trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+
+/// The most tokens an answer may take: the format asks for a short answer, its sources and
+/// one or two sentences; more means the model is rambling.
+const ANSWER_MAX_TOKENS: usize = 200;
+
+/// One question being answered.
+pub(crate) struct Run<'a> {
+    pub env: Env<'a>,
+    sink: &'a mut dyn Sink,
+    pub trace: Trace,
+    pub cost: Cost,
+    started: Instant,
+    /// Chunks shown to the model, in the order they were first shown.
+    read: Vec<ChunkId>,
+    read_set: HashSet<ChunkId>,
+}
+
+/// The answer step's result.
+pub(crate) struct Answered {
+    pub reply: Reply,
+    pub text: String,
+    /// Cited chunks that were shown, in order of citation.
+    pub citations: Vec<ChunkId>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        strategy: &dyn Strategy,
+        question: &str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> Self {
+        let trace = Trace {
+            question: question.to_string(),
+            strategy: strategy.name().to_string(),
+            model: env.model.id().to_string(),
+            embedder: env.embedder.id().to_string(),
+            config: strategy.config(),
+            steps: Vec::new(),
+        };
+        Self {
+            env,
+            sink,
+            trace,
+            cost: Cost::default(),
+            started: Instant::now(),
+            read: Vec::new(),
+            read_set: HashSet::new(),
+        }
+    }
+
+    pub fn emit(&mut self, event: Event) {
+        self.sink.emit(event);
+    }
+
+    /// Records something the user should know, in the trace and as an event.
+    pub fn note(&mut self, cycle: usize, message: String) {
+        tracing::info!("{message}");
+        self.trace.steps.push(Step::Note {
+            cycle,
+            message: message.clone(),
+        });
+        self.emit(Event::Note { message });
+    }
+
+    /// Marks chunks as shown to the model.
+    pub fn mark_read(&mut self, ids: &[ChunkId]) {
+        for &id in ids {
+            if self.read_set.insert(id) {
+                self.read.push(id);
+            }
+        }
+    }
+
+    /// Embeds `query` and returns the `k` nearest chunks, best first; with `only_new`, chunks
+    /// already read are passed over (and `k` new ones returned where the index has them).
+    pub fn retrieve(
+        &mut self,
+        cycle: usize,
+        query: &str,
+        k: usize,
+        only_new: bool,
+    ) -> Result<Vec<RetrievedChunk>, StrategyError> {
+        let started = Instant::now();
+        let vector = self.env.embedder.embed_one(query)?;
+        let read = &self.read_set;
+        let unread = |c: ChunkRef<'_>| !read.contains(&c.id());
+        let options = SearchOptions {
+            ef_search: self.env.search.ef_search,
+            exact: self.env.search.exact,
+            keep: only_new.then_some(&unread as &(dyn Fn(ChunkRef<'_>) -> bool + Sync)),
+        };
+        let index = self.env.index;
+        let hits: Vec<RetrievedChunk> = index
+            .search_with(&vector, k, &options)
+            .into_iter()
+            .map(|hit| {
+                let c = index.chunk(hit.row);
+                let new = !read.contains(&c.id());
+                passages::retrieved(&c, hit.score, new)
+            })
+            .collect();
+        self.trace.steps.push(Step::Retrieve(Retrieval {
+            cycle,
+            query: query.to_string(),
+            k,
+            hits: hits.clone(),
+            ms: started.elapsed().as_millis() as u64,
+        }));
+        self.emit(Event::Retrieved {
+            cycle,
+            query: query.to_string(),
+            chunks: hits.clone(),
+        });
+        Ok(hits)
+    }
+
+    /// Calls the model, streaming its text to the event stream as `token` events when
+    /// `stream_tokens` is set, and records the call.
+    pub async fn chat(
+        &mut self,
+        cycle: usize,
+        purpose: &str,
+        request: ChatRequest,
+        stream_tokens: bool,
+    ) -> Result<Completion, ChatError> {
+        let started = Instant::now();
+        let mut call = LlmCall {
+            cycle,
+            purpose: purpose.to_string(),
+            messages: request.messages.clone(),
+            json: request.json,
+            completion: String::new(),
+            usage: Default::default(),
+            finish: None,
+            ms: 0,
+            error: None,
+        };
+        let mut stream = self.env.model.stream(request);
+        let mut out = Completion::default();
+        let mut failure = None;
+        while let Some(item) = chat::next(&mut stream).await {
+            match item {
+                Ok(delta) => {
+                    if let (true, Delta::Text { text }) = (stream_tokens, &delta) {
+                        self.emit(Event::Token { text: text.clone() });
+                    }
+                    out.push(delta);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        if failure.is_none() && out.finish.is_none() {
+            failure = Some(ChatError::Transient {
+                message: "the stream ended without finishing".into(),
+                retry_after: None,
+            });
+        }
+        call.completion = out.text.clone();
+        call.usage = out.usage;
+        call.finish = out.finish;
+        call.ms = started.elapsed().as_millis() as u64;
+        call.error = failure.as_ref().map(ToString::to_string);
+        self.trace.steps.push(Step::Llm(call));
+        match failure {
+            Some(e) => Err(e),
+            None => {
+                self.cost.add_call(out.usage);
+                Ok(out)
+            }
+        }
+    }
+
+    /// The answer step: the question, optional notes (facts gathered), and the passages of
+    /// `shown` in; a short cited answer out, streamed as `token` events. When the prompt does
+    /// not fit the model, the last passages are dropped until it does.
+    pub async fn answer(
+        &mut self,
+        cycle: usize,
+        question: &str,
+        facts: Option<&str>,
+        shown: &[ChunkId],
+    ) -> Result<Answered, StrategyError> {
+        let mut shown = shown.to_vec();
+        let completion = loop {
+            let passages = passages::render(self.env.index, &shown);
+            let user = prompt::render(
+                prompt::ANSWER_USER,
+                &[("passages", passages.as_str()), ("question", question)],
+            );
+            let user = match facts {
+                Some(facts) => format!("Facts found so far:\n{facts}\n\n{user}"),
+                None => user,
+            };
+            let request = ChatRequest {
+                messages: vec![
+                    Message::system(prompt::ANSWER_SYSTEM.trim()),
+                    Message::user(user),
+                ],
+                sampling: Sampling {
+                    max_tokens: ANSWER_MAX_TOKENS,
+                    ..Sampling::default()
+                },
+                ..ChatRequest::default()
+            };
+            match self.chat(cycle, "answer", request, true).await {
+                Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
+                    let dropped = shown.pop().expect("more than one passage");
+                    self.note(
+                        cycle,
+                        format!(
+                            "the prompt needs {needed} tokens, the model takes {limit}: \
+                             answering without passage {dropped}"
+                        ),
+                    );
+                }
+                result => break result?,
+            }
+        };
+        let reply = reply::parse(&completion.text);
+        let mut citations = Vec::new();
+        for &id in &reply.cited {
+            if shown.contains(&id) {
+                citations.push(id);
+            } else {
+                self.note(
+                    cycle,
+                    format!("the answer cites {id}, a passage it was not shown; citation dropped"),
+                );
+            }
+        }
+        Ok(Answered {
+            reply,
+            text: completion.text,
+            citations,
+        })
+    }
+
+    /// The answer when there is nothing to answer from.
+    pub fn nothing_found(&self) -> Answered {
+        Answered {
+            reply: Reply {
+                answer: "not found".into(),
+                found: false,
+                cited: Vec::new(),
+            },
+            text: "Answer: not found\nExplanation: the index returned no passages for this \
+                   question."
+                .into(),
+            citations: Vec::new(),
+        }
+    }
+
+    pub fn finish(
+        self,
+        answered: Answered,
+        ranked: Vec<ChunkId>,
+        termination: Termination,
+        cycles: usize,
+    ) -> Answer {
+        Answer {
+            answer: answered.reply.answer,
+            text: answered.text,
+            found: answered.reply.found,
+            citations: answered.citations,
+            ranked,
+            termination,
+            cycles,
+            usage: self.cost,
+            elapsed_ms: self.started.elapsed().as_millis() as u64,
+            trace: self.trace,
+        }
+    }
+}

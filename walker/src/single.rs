@@ -1,0 +1,53 @@
+//! `single`: the single-shot baseline. Embed the question, take the top k chunks, answer.
+
+use serde_json::json;
+
+use crate::answer::{Answer, Termination};
+use crate::event::{Event, Sink};
+use crate::run::Run;
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+
+/// Single-shot retrieval-augmented answering: what walkrag's other strategies are measured
+/// against. `ranked` is the retrieval order.
+#[derive(Debug, Clone)]
+pub struct Single {
+    /// Chunks retrieved and shown: 5 fits a 2,048-token context with room for the answer.
+    pub k: usize,
+}
+
+impl Default for Single {
+    fn default() -> Self {
+        Self { k: 5 }
+    }
+}
+
+impl Strategy for Single {
+    fn name(&self) -> &'static str {
+        "single"
+    }
+
+    fn config(&self) -> serde_json::Value {
+        json!({ "k": self.k })
+    }
+
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
+        Box::pin(async move {
+            let mut run = Run::new(self, question, env, sink);
+            run.emit(Event::Cycle { cycle: 1 });
+            let hits = run.retrieve(1, question, self.k, false)?;
+            let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();
+            if ids.is_empty() {
+                let answered = run.nothing_found();
+                return Ok(run.finish(answered, ids, Termination::NothingRetrieved, 1));
+            }
+            run.mark_read(&ids);
+            let answered = run.answer(1, question, None, &ids).await?;
+            Ok(run.finish(answered, ids, Termination::SinglePass, 1))
+        })
+    }
+}

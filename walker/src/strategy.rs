@@ -1,0 +1,63 @@
+//! The strategy interface and what a strategy runs against.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use walkrag_core::{ChatError, ChatModel, EmbedError, Embedder};
+use walkrag_engine::Index;
+
+use crate::answer::Answer;
+use crate::event::Sink;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How the index is searched.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchParams {
+    /// HNSW candidate list length; `None`: the index's own setting.
+    pub ef_search: Option<usize>,
+    /// Scan every vector instead of walking the graph.
+    pub exact: bool,
+}
+
+/// What a strategy runs against. The embedder must be the one the index was built with.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub index: &'a Index,
+    pub embedder: &'a dyn Embedder,
+    pub model: &'a dyn ChatModel,
+    pub search: SearchParams,
+}
+
+/// A way of answering a question from an index.
+pub trait Strategy: Send + Sync {
+    /// The name users pick it by (`single`, `walk`, ...).
+    fn name(&self) -> &'static str;
+
+    /// The settings, recorded in traces and eval runs.
+    fn config(&self) -> serde_json::Value;
+
+    /// Answers `question`, sending events to `sink` as it goes.
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>>;
+}
+
+/// Why a strategy could not answer at all.
+#[derive(Debug, thiserror::Error)]
+pub enum StrategyError {
+    #[error("embedding failed: {0}")]
+    Embed(#[from] EmbedError),
+    /// The chat model failed; `is_transient` says whether retrying the question may help.
+    #[error("the chat model failed: {0}")]
+    Chat(#[from] ChatError),
+}
+
+impl StrategyError {
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StrategyError::Chat(e) if e.is_transient())
+    }
+}

@@ -1,0 +1,221 @@
+//! Test doubles (feature `testing`, for tests only): a bag-of-words embedder, a chat model
+//! that replays a script, and a small index built with them. They exercise control flow;
+//! they never judge answers.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll};
+
+use crate::{Env, Event, SearchParams};
+use futures_core::Stream;
+use walkrag_core::{
+    ChatError, ChatModel, ChatRequest, Delta, DeltaStream, EmbedError, Embedder, Embeddings,
+    FinishReason, Usage,
+};
+use walkrag_engine::{Index, Quiet, UpdateOptions};
+
+/// Embeds text as a hashed bag of lower-case words, L2-normalised: texts sharing words are near.
+pub struct FakeWordEmbedder;
+
+const DIM: usize = 64;
+
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+}
+
+impl Embedder for FakeWordEmbedder {
+    fn id(&self) -> &str {
+        "test:words"
+    }
+    fn dim(&self) -> usize {
+        DIM
+    }
+    fn max_tokens(&self) -> usize {
+        128
+    }
+    fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        Ok(words(text).count())
+    }
+    fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>, EmbedError> {
+        Ok(words(text).map(|(at, w)| at..at + w.len()).collect())
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Embeddings, EmbedError> {
+        let mut out = Embeddings::zeros(texts.len(), DIM);
+        for (i, text) in texts.iter().enumerate() {
+            let row = out.row_mut(i);
+            row[0] = 0.01;
+            for (_, word) in words(text) {
+                let word = word.to_lowercase();
+                let hash = word
+                    .bytes()
+                    .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+                row[hash as usize % DIM] += 1.0;
+            }
+            let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+            row.iter_mut().for_each(|x| *x /= norm);
+        }
+        Ok(out)
+    }
+}
+
+/// One scripted turn.
+pub enum Turn {
+    Reply(String),
+    Fail(ChatError),
+}
+
+/// A chat model that replays `turns` in order and records every request. Its prompt "tokens"
+/// are characters / 4; a prompt over `context_length` tokens is refused as too long, without
+/// using up a turn.
+pub struct ScriptedChatModel {
+    turns: Mutex<VecDeque<Turn>>,
+    pub requests: Mutex<Vec<ChatRequest>>,
+    pub context_length: usize,
+}
+
+impl ScriptedChatModel {
+    pub fn new(turns: Vec<Turn>) -> Self {
+        Self {
+            turns: Mutex::new(turns.into()),
+            requests: Mutex::new(Vec::new()),
+            context_length: 100_000,
+        }
+    }
+
+    pub fn prompt_tokens(request: &ChatRequest) -> usize {
+        request
+            .messages
+            .iter()
+            .map(|m| m.content.len())
+            .sum::<usize>()
+            / 4
+    }
+}
+
+impl ChatModel for ScriptedChatModel {
+    fn id(&self) -> &str {
+        "test:scripted"
+    }
+    fn context_length(&self) -> Option<usize> {
+        Some(self.context_length)
+    }
+    fn supports_tools(&self) -> bool {
+        false
+    }
+    fn stream(&self, request: ChatRequest) -> DeltaStream {
+        let prompt_tokens = Self::prompt_tokens(&request);
+        self.requests.lock().unwrap().push(request);
+        let mut items: VecDeque<Result<Delta, ChatError>> = VecDeque::new();
+        if prompt_tokens > self.context_length {
+            items.push_back(Err(ChatError::ContextTooLong {
+                needed: prompt_tokens,
+                limit: self.context_length,
+            }));
+            return Box::pin(Replay(items));
+        }
+        match self.turns.lock().unwrap().pop_front() {
+            Some(Turn::Reply(text)) => {
+                let pieces: Vec<&str> = text.split_inclusive(' ').collect();
+                for piece in &pieces {
+                    items.push_back(Ok(Delta::Text {
+                        text: piece.to_string(),
+                    }));
+                }
+                items.push_back(Ok(Delta::Done {
+                    usage: Usage {
+                        prompt_tokens,
+                        completion_tokens: pieces.len(),
+                    },
+                    finish: FinishReason::Stop,
+                }));
+            }
+            Some(Turn::Fail(e)) => items.push_back(Err(e)),
+            None => items.push_back(Err(ChatError::Permanent("the script has ended".into()))),
+        }
+        Box::pin(Replay(items))
+    }
+}
+
+struct Replay(VecDeque<Result<Delta, ChatError>>);
+
+impl Stream for Replay {
+    type Item = Result<Delta, ChatError>;
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.pop_front())
+    }
+}
+
+/// Passages about a made-up town, written for these tests.
+pub const CORPUS: &str = r#"{"id": "d1", "title": "Velmora", "text": "Velmora is a river town whose mayor is Ilsa Brandt."}
+{"id": "d2", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Kessel in 1971 and trained as an engineer."}
+{"id": "d3", "title": "Kessel", "text": "Kessel is a mountain village famous for its cheese market."}
+{"id": "d4", "title": "Cheese market", "text": "The cheese market of Kessel opens every Saturday at dawn."}
+{"id": "d5", "title": "Tramway", "text": "The Velmora tramway has two lines and runs along the river."}
+{"id": "d6", "title": "Orchards", "text": "Apple orchards surround the valley below the mountain pass."}
+"#;
+
+/// An index of [`CORPUS`] built with [`FakeWordEmbedder`] in a temporary directory.
+pub struct TestIndex {
+    _dir: tempfile::TempDir,
+    pub index: Index,
+}
+
+pub fn test_index() -> TestIndex {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.jsonl");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let path = dir.path().join("index");
+    build(&path, &corpus);
+    let index = Index::open(&path).unwrap();
+    TestIndex { _dir: dir, index }
+}
+
+fn build(index: &Path, corpus: &Path) {
+    walkrag_engine::update(
+        index,
+        &[corpus.to_path_buf()],
+        &FakeWordEmbedder,
+        "test:words",
+        &UpdateOptions::default(),
+        &Quiet,
+    )
+    .unwrap();
+}
+
+pub fn env<'a>(index: &'a Index, model: &'a dyn ChatModel) -> Env<'a> {
+    Env {
+        index,
+        embedder: &FakeWordEmbedder,
+        model,
+        search: SearchParams {
+            ef_search: None,
+            exact: true,
+        },
+    }
+}
+
+/// Chunk id of record `doc` (each test record is one chunk).
+pub fn chunk_of(index: &Index, doc: &str) -> walkrag_engine::ChunkId {
+    let doc = index
+        .document(&walkrag_engine::DocId(doc.into()))
+        .expect("record in the index");
+    doc.chunks[0].id(&doc.doc)
+}
+
+/// Runs a future to completion on a fresh current-thread runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// A sink that keeps every event.
+pub fn collect(events: &mut Vec<Event>) -> impl FnMut(Event) + Send + '_ {
+    move |e| events.push(e)
+}

@@ -1,0 +1,72 @@
+//! The trace: every retrieval and every LLM call of one question, in order.
+
+use serde::{Deserialize, Serialize};
+use walkrag_core::{FinishReason, Message, Usage};
+use walkrag_engine::ChunkId;
+
+/// Everything a strategy did for one question.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Trace {
+    pub question: String,
+    pub strategy: String,
+    /// The chat model's id.
+    pub model: String,
+    /// The embedder's id.
+    pub embedder: String,
+    /// The strategy's settings.
+    pub config: serde_json::Value,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a trace, tagged `"step"`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    Retrieve(Retrieval),
+    Llm(LlmCall),
+    Note { cycle: usize, message: String },
+}
+
+/// One search of the index.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Retrieval {
+    pub cycle: usize,
+    /// The text that was embedded.
+    pub query: String,
+    pub k: usize,
+    /// Best first.
+    pub hits: Vec<RetrievedChunk>,
+    pub ms: u64,
+}
+
+/// A chunk as a retrieval returned it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievedChunk {
+    pub chunk_id: ChunkId,
+    pub score: f32,
+    pub doc_id: String,
+    pub title: String,
+    /// Heading path from the document's top heading down.
+    pub section_path: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    /// Not read before this retrieval.
+    pub new: bool,
+}
+
+/// One LLM call: the prompt as sent and the reply as received.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LlmCall {
+    pub cycle: usize,
+    /// What the call was for (`answer`, `read`, ...).
+    pub purpose: String,
+    pub messages: Vec<Message>,
+    pub json: bool,
+    pub completion: String,
+    pub usage: Usage,
+    pub finish: Option<FinishReason>,
+    pub ms: u64,
+    /// Set when the call failed; `completion` then holds what had arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

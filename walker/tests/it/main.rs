@@ -1,0 +1,4 @@
+//! walkrag-walker's integration tests: strategies run against a real on-disk index built with
+//! a word-hashing test embedder, and a scripted chat model that replays fixed replies.
+
+mod single;

@@ -1,0 +1,178 @@
+//! The single-shot strategy, with the scripted chat model.
+
+use expect_test::expect_file;
+use walkrag_core::{ChatError, Role};
+use walkrag_walker::{Event, Single, Step, Strategy, Termination};
+
+use walkrag_walker::testing::{
+    block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
+};
+
+const QUESTION: &str = "Who is the mayor of Velmora?";
+
+#[test]
+fn answers_from_the_top_k_with_citations_and_streams_tokens() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: Ilsa Brandt [{d1}]\nSources: [{d1}]\nExplanation: The mayor of Velmora is Ilsa Brandt [{d1}]."
+    ))]);
+    let mut events = Vec::new();
+    let strategy = Single { k: 3 };
+    let answer =
+        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+
+    assert_eq!(answer.answer, "Ilsa Brandt");
+    assert!(answer.found);
+    assert_eq!(answer.citations, [d1]);
+    assert_eq!(answer.ranked.len(), 3);
+    assert_eq!(
+        answer.ranked[0], d1,
+        "the passage sharing the question's words comes first"
+    );
+    assert_eq!(answer.termination, Termination::SinglePass);
+    assert_eq!(answer.cycles, 1);
+    assert_eq!(answer.usage.llm_calls, 1);
+    assert!(answer.usage.prompt_tokens > 0 && answer.usage.completion_tokens > 0);
+
+    // Events: the cycle, the retrieval, then the reply token by token.
+    assert_eq!(events[0], Event::Cycle { cycle: 1 });
+    let Event::Retrieved { query, chunks, .. } = &events[1] else {
+        panic!("{:?}", events[1]);
+    };
+    assert_eq!(query, QUESTION);
+    assert_eq!(
+        chunks.iter().map(|c| c.chunk_id).collect::<Vec<_>>(),
+        answer.ranked
+    );
+    assert!(chunks.iter().all(|c| c.new));
+    let streamed: String = events[2..]
+        .iter()
+        .map(|e| match e {
+            Event::Token { text } => text.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(streamed, answer.text);
+
+    // The prompt shows the question and exactly the ranked passages, tagged with their ids.
+    let requests = model.requests.lock().unwrap();
+    let user = &requests[0].messages[1];
+    assert_eq!(user.role, Role::User);
+    assert!(user.content.contains(QUESTION));
+    for id in &answer.ranked {
+        assert!(user.content.contains(&format!("[{id}]")), "{id} shown");
+    }
+
+    // The trace holds the retrieval and the call as sent and received.
+    let steps = &answer.trace.steps;
+    assert!(matches!(&steps[0], Step::Retrieve(r) if r.hits.len() == 3 && r.k == 3));
+    assert!(
+        matches!(&steps[1], Step::Llm(c) if c.completion == answer.text && c.purpose == "answer")
+    );
+    assert_eq!(answer.trace.strategy, "single");
+    assert_eq!(answer.trace.config["k"], 3);
+}
+
+#[test]
+fn citations_of_passages_not_shown_are_dropped_and_noted() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: Ilsa Brandt [{d1}] [0badcafe.0]"
+    ))]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(Single { k: 2 }.run(QUESTION, env(&t.index, &model), &mut collect(&mut events)))
+            .unwrap();
+    assert_eq!(answer.citations, [d1]);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Note { message } if message.contains("0badcafe.0"))));
+    assert!(answer
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Note { message, .. } if message.contains("not shown"))));
+}
+
+#[test]
+fn a_reply_that_the_passages_do_not_answer_is_not_found() {
+    let t = test_index();
+    let model = ScriptedChatModel::new(vec![Turn::Reply(
+        "Answer: not found\nExplanation: the passages are about a river town.".into(),
+    )]);
+    let answer = block_on(Single::default().run(
+        "What is the population of Mars?",
+        env(&t.index, &model),
+        &mut |_| {},
+    ))
+    .unwrap();
+    assert!(!answer.found);
+    assert_eq!(answer.answer, "not found");
+    assert!(answer.citations.is_empty());
+}
+
+#[test]
+fn passages_are_dropped_from_the_end_until_the_prompt_fits() {
+    let t = test_index();
+    let mut model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
+    // Room for the instructions and about two passages.
+    model.context_length = 220;
+    let mut events = Vec::new();
+    let answer =
+        block_on(Single { k: 5 }.run(QUESTION, env(&t.index, &model), &mut collect(&mut events)))
+            .unwrap();
+    assert_eq!(answer.answer, "Ilsa Brandt");
+    let requests = model.requests.lock().unwrap();
+    let sizes: Vec<usize> = requests
+        .iter()
+        .map(ScriptedChatModel::prompt_tokens)
+        .collect();
+    assert!(requests.len() > 1, "{sizes:?}");
+    assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
+    assert!(*sizes.last().unwrap() <= 220);
+    let notes = events
+        .iter()
+        .filter(|e| matches!(e, Event::Note { message } if message.contains("answering without passage")))
+        .count();
+    assert_eq!(notes, requests.len() - 1);
+    // Only the successful call counts; the refused ones are in the trace.
+    assert_eq!(answer.usage.llm_calls, 1);
+    let failed = answer
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Llm(c) if c.error.is_some()))
+        .count();
+    assert_eq!(failed, requests.len() - 1);
+}
+
+#[test]
+fn model_failures_are_typed() {
+    let t = test_index();
+    let model = ScriptedChatModel::new(vec![Turn::Fail(ChatError::Transient {
+        message: "overloaded".into(),
+        retry_after: None,
+    })]);
+    let err =
+        block_on(Single::default().run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert!(err.to_string().contains("overloaded"));
+}
+
+/// The answer prompt as the model sees it: a change to the prompt files shows up here.
+#[test]
+fn answer_prompt_snapshot() {
+    let t = test_index();
+    let model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
+    block_on(Single { k: 2 }.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    let request = &model.requests.lock().unwrap()[0];
+    let rendered: String = request
+        .messages
+        .iter()
+        .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
+        .collect();
+    expect_file!["snapshots/answer_prompt.txt"].assert_eq(&rendered);
+    assert_eq!(request.sampling.temperature, 0.0, "answers are greedy");
+}
