@@ -29,6 +29,8 @@ enum Command {
     Search(cmd::query::SearchArgs),
     Outline(cmd::query::OutlineArgs),
     Show(cmd::query::ShowArgs),
+    Ask(cmd::ask::Args),
+    Eval(cmd::eval::Args),
     Chat(cmd::chat::Args),
     Embed(cmd::embed::Args),
     #[command(subcommand)]
@@ -50,6 +52,8 @@ fn main() -> ExitCode {
         Command::Search(args) => cmd::query::search(args),
         Command::Outline(args) => cmd::query::outline(args),
         Command::Show(args) => cmd::query::show(args),
+        Command::Ask(args) => cmd::ask::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
         Command::Chat(args) => cmd::chat::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::Models(command) => cmd::models::run(command),

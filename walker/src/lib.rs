@@ -23,5 +23,8 @@ pub mod testing;
 pub use answer::{Answer, Cost, Termination};
 pub use event::{Event, Sink};
 pub use single::Single;
-pub use strategy::{BoxFuture, Env, SearchParams, Strategy, StrategyError};
+pub use strategy::{
+    by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,
+    AVAILABLE, STRATEGY_NAMES,
+};
 pub use trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};

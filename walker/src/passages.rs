@@ -4,17 +4,21 @@ use walkrag_engine::{ChunkId, ChunkRef, Index};
 
 use crate::trace::RetrievedChunk;
 
+/// Where a chunk is: `Title › Section › Subsection (p. 3)`.
+pub fn location(c: &ChunkRef<'_>) -> String {
+    describe(&c.doc.title, &c.section().path, c.chunk.page)
+}
+
 /// `Title › Section › Subsection (p. 3)`; the title is left out where the top heading
 /// repeats it.
-pub fn location(c: &ChunkRef<'_>) -> String {
-    let path = &c.section().path;
+pub fn describe(title: &str, path: &[String], page: Option<u32>) -> String {
     let mut parts: Vec<&str> = Vec::with_capacity(path.len() + 1);
-    if path.first().map(String::as_str) != Some(c.doc.title.as_str()) {
-        parts.push(&c.doc.title);
+    if path.first().map(String::as_str) != Some(title) {
+        parts.push(title);
     }
     parts.extend(path.iter().map(String::as_str));
     let mut text = parts.join(" › ");
-    if let Some(page) = c.chunk.page {
+    if let Some(page) = page {
         text.push_str(&format!(" (p. {page})"));
     }
     text

@@ -61,3 +61,41 @@ impl StrategyError {
         matches!(self, StrategyError::Chat(e) if e.is_transient())
     }
 }
+
+/// Every strategy name the CLI contract knows, in the order `--help` lists them.
+pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
+
+/// The strategies this build can run.
+pub const AVAILABLE: [&str; 1] = ["single"];
+
+/// Settings a user may give any strategy; `None` keeps the strategy's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Chunks retrieved per search.
+    pub k: Option<usize>,
+    /// Most retrieval cycles (multi-cycle strategies).
+    pub max_cycles: Option<usize>,
+}
+
+/// A strategy picked by name.
+pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, UnknownStrategy> {
+    match name {
+        "single" => {
+            let mut single = crate::Single::default();
+            if let Some(k) = options.k {
+                single.k = k;
+            }
+            Ok(Box::new(single))
+        }
+        other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),
+        other => Err(UnknownStrategy::Unknown(other.to_string())),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnknownStrategy {
+    #[error("no strategy is called {0:?}; available: {available}", available = AVAILABLE.join(", "))]
+    Unknown(String),
+    #[error("the {0:?} strategy is not in this version yet; available: {available}", available = AVAILABLE.join(", "))]
+    NotYet(String),
+}

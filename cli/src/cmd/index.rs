@@ -62,11 +62,17 @@ pub struct Args {
 }
 
 /// Progress bars on stderr; warnings printed above them.
-struct Bars {
+pub struct Bars {
     bar: Mutex<Option<(ProgressBar, &'static str)>>,
 }
 
 impl Bars {
+    pub fn new() -> Self {
+        Self {
+            bar: Mutex::new(None),
+        }
+    }
+
     fn with_bar(&self, what: &'static str, len: usize, pos: usize) {
         let mut slot = self.bar.lock().expect("progress lock");
         if slot.as_ref().is_none_or(|(_, w)| *w != what) {
@@ -81,7 +87,7 @@ impl Bars {
         }
     }
 
-    fn clear(&self) {
+    pub fn clear(&self) {
         if let Some((bar, _)) = self.bar.lock().expect("progress lock").take() {
             bar.finish_and_clear();
         }
@@ -151,9 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact_below: args.exact_below,
         },
     };
-    let bars = Bars {
-        bar: Mutex::new(None),
-    };
+    let bars = Bars::new();
     let summary =
         walkrag_engine::update(&args.index, &args.paths, &embedder, &spec, &options, &bars);
     bars.clear();

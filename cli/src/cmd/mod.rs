@@ -1,10 +1,12 @@
 //! One module per subcommand, plus the helpers they share.
 
+pub mod ask;
 pub mod bench;
 pub mod bench_llm;
 pub mod bench_search;
 pub mod chat;
 pub mod embed;
+pub mod eval;
 pub mod index;
 pub mod models;
 pub mod query;

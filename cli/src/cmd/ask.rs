@@ -1,0 +1,229 @@
+//! `walkrag ask`: answer a question from the index with a strategy, streaming.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+use walkrag_engine::Index;
+use walkrag_models::DEFAULT_MODEL;
+use walkrag_walker::passages::describe;
+use walkrag_walker::{by_name, Answer, Env, Event, Options, SearchParams, Trace};
+
+/// Ask a question of the indexed documents.
+///
+/// The strategy retrieves passages from the index, shows them to the chat model and streams
+/// its answer, citing passage ids like [1a2b3c4d.0]; the cited sources are listed after it
+/// (`walkrag show ID` prints one). What was retrieved goes to stderr, the answer to stdout.
+///
+/// Strategies: single (embed the question, answer from the top k chunks). walk, roam, toc,
+/// docs and actions are part of the command-line contract and arrive in later versions.
+///
+/// Exit code 1 when the model concludes the documents do not answer the question.
+///
+/// Examples:
+///   walkrag ask "Who chairs the board, and where was she born?"
+///   walkrag ask "What drove revenue growth?" -k 8 --model openai:gpt-4o-mini
+///   walkrag ask "..." --json --trace trace.json
+#[derive(clap::Args)]
+pub struct Args {
+    question: String,
+    /// Index directory.
+    #[arg(long, default_value = super::DEFAULT_INDEX)]
+    index: PathBuf,
+    /// Retrieval strategy: walk, single, roam, toc, docs or actions.
+    #[arg(long, default_value = "single")]
+    strategy: String,
+    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Chunks retrieved per search [default: the strategy's, 5 for single].
+    #[arg(short)]
+    k: Option<usize>,
+    /// Most retrieval cycles (multi-cycle strategies).
+    #[arg(long)]
+    max_cycles: Option<usize>,
+    /// One JSON event per line; the last line is the answer.
+    #[arg(long)]
+    json: bool,
+    /// Write the whole trace (every retrieval, prompt and completion) to FILE.json.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Embedding model [default: the one the index was built with].
+    #[arg(long)]
+    embedder: Option<String>,
+    /// Scan every vector instead of walking the HNSW graph.
+    #[arg(long)]
+    exact: bool,
+}
+
+/// The last line of `--json`.
+#[derive(Serialize)]
+struct AnswerLine<'a> {
+    r#type: &'static str,
+    #[serde(flatten)]
+    answer: &'a Answer,
+}
+
+/// What `--trace FILE.json` holds.
+#[derive(Serialize)]
+struct TraceFile<'a> {
+    #[serde(flatten)]
+    trace: &'a Trace,
+    answer: &'a Answer,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.trace {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => {}
+            Some("html") => bail!("HTML traces come with the walk strategy; use --trace FILE.json"),
+            _ => bail!("--trace takes a FILE.json"),
+        }
+    }
+    let options = Options {
+        k: args.k,
+        max_cycles: args.max_cycles,
+    };
+    let strategy = by_name(&args.strategy, &options)?;
+    if args.k == Some(0) {
+        bail!("-k must be at least 1");
+    }
+    let (index, embedder) =
+        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
+    let env = Env {
+        index: &index,
+        embedder: &embedder,
+        model: model.as_ref(),
+        search: SearchParams {
+            ef_search: None,
+            exact: args.exact,
+        },
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let answer = if args.json {
+        let mut sink = |event: Event| {
+            let mut out = std::io::stdout().lock();
+            // A closed stdout ends the output, not the question: the trace is still written.
+            let _ = serde_json::to_writer(&mut out, &event)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
+                .and_then(|()| out.flush());
+        };
+        let answer = runtime.block_on(strategy.run(&args.question, env, &mut sink))?;
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(
+            &mut out,
+            &AnswerLine {
+                r#type: "answer",
+                answer: &answer,
+            },
+        )?;
+        writeln!(out)?;
+        answer
+    } else {
+        let mut human = Human::default();
+        let answer = runtime.block_on(strategy.run(&args.question, env, &mut |e| human.show(e)))?;
+        human.finish(&answer, &index)?;
+        answer
+    };
+    if let Some(path) = &args.trace {
+        write_trace(path, &answer)?;
+    }
+    Ok(if answer.found {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Writes the trace through a temporary file, so a reader never sees half of it.
+fn write_trace(path: &Path, answer: &Answer) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(&TraceFile {
+        trace: &answer.trace,
+        answer,
+    })?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json + "\n")
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("cannot write the trace to {}", path.display()))
+}
+
+/// Human output: retrievals and notes on stderr, the answer streamed to stdout.
+#[derive(Default)]
+struct Human {
+    answering: bool,
+}
+
+impl Human {
+    fn show(&mut self, event: Event) {
+        let mut err = std::io::stderr().lock();
+        match event {
+            Event::Cycle { cycle } if cycle > 1 => {
+                let _ = writeln!(err, "── cycle {cycle}");
+            }
+            Event::Cycle { .. } => {}
+            Event::Retrieved { query, chunks, .. } => {
+                let _ = writeln!(err, "searching: {query}");
+                for c in chunks {
+                    let mark = if c.new { ' ' } else { '·' };
+                    let _ = writeln!(
+                        err,
+                        "  {mark}{:.3} [{}] {}",
+                        c.score,
+                        c.chunk_id,
+                        describe(&c.title, &c.section_path, c.page)
+                    );
+                }
+            }
+            Event::Note { message } => {
+                let _ = writeln!(err, "note: {message}");
+            }
+            Event::Token { text } => {
+                if !self.answering {
+                    self.answering = true;
+                    if std::io::stderr().is_terminal() {
+                        let _ = writeln!(err);
+                    }
+                }
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            }
+        }
+    }
+
+    fn finish(&self, answer: &Answer, index: &Index) -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
+        if !answer.text.ends_with('\n') {
+            writeln!(out)?;
+        }
+        if !answer.citations.is_empty() {
+            writeln!(out, "\nSources:")?;
+            for id in &answer.citations {
+                if let Some(row) = index.row_of(*id) {
+                    let c = index.chunk(row);
+                    writeln!(
+                        out,
+                        "  [{id}] {} — {}",
+                        describe(&c.doc.title, &c.section().path, c.chunk.page),
+                        c.doc.id
+                    )?;
+                }
+            }
+        }
+        let usage = answer.usage;
+        eprintln!(
+            "\n{} · {} · {} LLM call{} · {} prompt + {} completion tokens · {:.1} s",
+            answer.trace.strategy,
+            answer.termination,
+            usage.llm_calls,
+            if usage.llm_calls == 1 { "" } else { "s" },
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            answer.elapsed_ms as f64 / 1000.0
+        );
+        Ok(())
+    }
+}

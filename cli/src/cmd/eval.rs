@@ -1,0 +1,311 @@
+//! `walkrag eval`: accuracy benchmarking of strategies over a question set.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::{bail, ensure, Context};
+use indicatif::ProgressBar;
+use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
+use walkrag_engine::{read_manifest, ChunkSpec, Index, UpdateOptions};
+use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
+use walkrag_models::DEFAULT_MODEL;
+use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
+
+/// Benchmark strategies on a question set: retrieval recall, answer EM/F1 and cost.
+///
+/// Indexes the corpus (or brings --index up to date with it), runs every strategy on every
+/// question, and writes to --out: results.jsonl (one line per question and strategy, written
+/// as each finishes), summary.json (means per strategy), report.md (strategies side by side)
+/// and chart.svg (recall@k; seconds per question against recall@5).
+///
+/// Interrupted runs resume: run the same command again and only the questions without a
+/// result (or whose result was an error) run. A run directory holds one model, embedder and
+/// setting per strategy; new strategies can be added to it later.
+///
+/// Questions are JSON Lines with "id", "question", "answer", optional "answer_aliases", and
+/// "supporting_ids" (documents of the corpus holding the evidence).
+///
+/// Example (start small, then go on with a larger --limit; results are kept):
+///   walkrag eval --corpus data/hotpotqa-100/corpus.jsonl \
+///       --questions data/hotpotqa-100/questions.jsonl --strategies single --limit 10
+#[derive(clap::Args)]
+pub struct Args {
+    /// The material: a .jsonl corpus, or files and folders of documents.
+    #[arg(long, required = true)]
+    corpus: Vec<PathBuf>,
+    /// Questions, JSON Lines.
+    #[arg(long)]
+    questions: PathBuf,
+    /// Strategies to compare, comma-separated.
+    #[arg(long, default_value = "single", value_delimiter = ',')]
+    strategies: Vec<String>,
+    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Output directory.
+    #[arg(long, default_value = "eval-out")]
+    out: PathBuf,
+    /// Index directory [default: OUT/index].
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// Embedding model [default: the index's own, else minilm].
+    #[arg(long)]
+    embedder: Option<String>,
+    /// Chunks retrieved per search [default: the strategy's, 5 for single].
+    #[arg(short)]
+    k: Option<usize>,
+    /// Most retrieval cycles (multi-cycle strategies).
+    #[arg(long)]
+    max_cycles: Option<usize>,
+    /// Questions answered at the same time (useful with a server that batches; a local model
+    /// answers one at a time anyway).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Tries again after a transient model failure (rate limit, timeout) this many times.
+    #[arg(long, default_value_t = 2)]
+    retries: usize,
+    /// Discard the results already in --out and start over.
+    #[arg(long)]
+    restart: bool,
+    /// Dataset name in reports [default: the questions file's folder name].
+    #[arg(long)]
+    dataset: Option<String>,
+    /// Scan every vector instead of walking the HNSW graph.
+    #[arg(long)]
+    exact: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    ensure!(args.jobs >= 1, "--jobs must be at least 1");
+    ensure!(args.k != Some(0), "-k must be at least 1");
+    let options = Options {
+        k: args.k,
+        max_cycles: args.max_cycles,
+    };
+    let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();
+    for name in &args.strategies {
+        let strategy = by_name(name.trim(), &options)?;
+        if strategies.iter().any(|s| s.name() == strategy.name()) {
+            bail!("--strategies names {name} twice");
+        }
+        strategies.push(strategy);
+    }
+    let questions = load_questions(&args.questions, args.limit)?;
+    let dataset = args
+        .dataset
+        .clone()
+        .unwrap_or_else(|| dataset_name(&args.questions));
+
+    let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
+    let (index, embedder) = index_corpus(&index_dir, &args.corpus, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
+    let env = Env {
+        index: &index,
+        embedder: &embedder,
+        model: model.as_ref(),
+        search: SearchParams {
+            ef_search: None,
+            exact: args.exact,
+        },
+    };
+    let settings = Settings {
+        dataset,
+        command: command_line(),
+        jobs: args.jobs,
+        retries: args.retries,
+    };
+    let progress = Progress::new();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let summary = runtime.block_on(runner::run(
+        env,
+        &strategies,
+        &questions,
+        &args.out,
+        &settings,
+        args.restart,
+        &progress,
+    ));
+    progress.clear();
+    let summary = summary?;
+    print_summary(&summary, &strategies, &args.out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Brings the index in `dir` up to date with the corpus, and opens it with its embedder.
+fn index_corpus(
+    dir: &Path,
+    corpus: &[PathBuf],
+    embedder: Option<&str>,
+) -> anyhow::Result<(Index, SentenceEmbedder)> {
+    for path in corpus {
+        ensure!(
+            path.exists(),
+            "the corpus {} does not exist",
+            path.display()
+        );
+    }
+    let existing = read_manifest(dir).ok().map(|(_, m)| m.embedder.spec);
+    let spec = embedder
+        .map(str::to_string)
+        .or(existing)
+        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
+    let model = SentenceEmbedder::load(&spec)?;
+    let options = UpdateOptions {
+        chunking: Some(ChunkSpec::for_embedder(&model)),
+        ..UpdateOptions::default()
+    };
+    eprintln!("indexing the corpus in {} ...", dir.display());
+    let bars = super::index::Bars::new();
+    let summary = walkrag_engine::update(dir, corpus, &model, &spec, &options, &bars);
+    bars.clear();
+    let summary = summary?;
+    ensure!(
+        summary.documents > 0,
+        "the corpus holds no readable document"
+    );
+    eprintln!(
+        "index {}: {} documents, {} chunks{}",
+        dir.display(),
+        summary.documents,
+        summary.chunks,
+        if summary.written { "" } else { " (up to date)" }
+    );
+    let index = Index::open(dir)?;
+    index.check_embedder(&model)?;
+    Ok((index, model))
+}
+
+fn dataset_name(questions: &Path) -> String {
+    let parent = questions
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str());
+    let stem = questions.file_stem().and_then(|n| n.to_str());
+    match (parent, stem) {
+        (Some(p), _) if !p.is_empty() => p.to_string(),
+        (_, Some(s)) => s.to_string(),
+        _ => "questions".to_string(),
+    }
+}
+
+/// The command as typed, for the report (arguments with spaces quoted).
+fn command_line() -> String {
+    let mut args = std::env::args();
+    let mut parts = vec!["walkrag".to_string()];
+    args.next();
+    for arg in args {
+        if arg.contains(char::is_whitespace) || arg.is_empty() {
+            parts.push(format!("'{}'", arg.replace('\'', "'\\''")));
+        } else {
+            parts.push(arg);
+        }
+    }
+    parts.join(" ")
+}
+
+/// A progress bar on a terminal; one line per finished question otherwise (for logs of runs
+/// in the background).
+struct Progress {
+    bar: Mutex<Option<ProgressBar>>,
+    terminal: bool,
+    counts: Mutex<(usize, usize)>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            bar: Mutex::new(None),
+            terminal: std::io::stderr().is_terminal(),
+            counts: Mutex::new((0, 0)),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = self.bar.lock().expect("progress lock").take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl EvalProgress for Progress {
+    fn start(&self, todo: usize, done: usize) {
+        if done > 0 {
+            eprintln!("resuming: {done} results kept, {todo} to run");
+        }
+        *self.counts.lock().expect("progress lock") = (0, todo);
+        if self.terminal {
+            *self.bar.lock().expect("progress lock") =
+                Some(super::progress_bar(todo as u64, "questions"));
+        }
+    }
+
+    fn finished(&self, line: &ResultLine) {
+        let (done, todo) = {
+            let mut counts = self.counts.lock().expect("progress lock");
+            counts.0 += 1;
+            *counts
+        };
+        let text = format!(
+            "[{done}/{todo}] {} {}: F1 {:.2}, recall@5 {:.2}, {} LLM calls, {:.1} s{}",
+            line.strategy,
+            line.id,
+            line.metrics.f1,
+            line.metrics.recall_5,
+            line.usage.llm_calls,
+            line.elapsed_ms as f64 / 1000.0,
+            line.error
+                .as_deref()
+                .map(|e| format!(" — failed: {e}"))
+                .unwrap_or_default()
+        );
+        match self.bar.lock().expect("progress lock").as_ref() {
+            Some(bar) => {
+                if line.error.is_some() {
+                    bar.suspend(|| eprintln!("{text}"));
+                }
+                bar.inc(1);
+            }
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn retry(&self, id: &str, strategy: &str, error: &str) {
+        eprintln!("{strategy} {id}: {error}; trying again");
+    }
+}
+
+fn print_summary(summary: &Summary, strategies: &[Box<dyn Strategy>], out: &Path) {
+    println!("{}: {} questions", summary.dataset, summary.questions);
+    println!(
+        "{:<10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>7}",
+        "strategy", "recall@2", "recall@5", "recall@10", "EM", "F1", "calls", "tokens", "s/q"
+    );
+    for strategy in strategies {
+        if let Some(s) = summary.strategies.get(strategy.name()) {
+            println!(
+                "{:<10} {:>9.3} {:>9.3} {:>9.3} {:>6.3} {:>6.3} {:>6.2} {:>9.0} {:>7.1}",
+                strategy.name(),
+                s.recall_2,
+                s.recall_5,
+                s.recall_10,
+                s.em,
+                s.f1,
+                s.llm_calls,
+                s.prompt_tokens + s.completion_tokens,
+                s.seconds
+            );
+            if s.errors > 0 {
+                println!(
+                    "           {} questions failed (run again to retry them)",
+                    s.errors
+                );
+            }
+        }
+    }
+    println!("report: {}", out.join(runner::REPORT_FILE).display());
+}

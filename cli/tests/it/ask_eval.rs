@@ -1,0 +1,229 @@
+//! `ask` and `eval` end to end: the real MiniLM embedder and the real SmolLM2-135M chat model
+//! (greedy), through the binary. SmolLM2 is too small to answer well; these tests check the
+//! contract (events, answer line, trace, files written, resuming), not accuracy.
+
+use serde_json::Value;
+
+use crate::{stderr, stdout, walkrag};
+
+const MODEL: &str = "local:smollm2-135m";
+
+const CORPUS: &str = r#"{"id": "c1", "title": "Velmora", "text": "Velmora is a river town in the north. Its mayor is Ilsa Brandt."}
+{"id": "c2", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Kessel in 1971 and trained as a bridge engineer."}
+{"id": "c3", "title": "Kessel", "text": "Kessel is a mountain village famous for its Saturday cheese market."}
+{"id": "c4", "title": "Velmora tramway", "text": "The Velmora tramway has two lines along the river."}
+"#;
+
+const QUESTIONS: &str = r#"{"id": "q1", "question": "Who is the mayor of Velmora?", "answer": "Ilsa Brandt", "answer_aliases": [], "supporting_ids": ["c1"], "kind": "bridge"}
+{"id": "q2", "question": "In which village was the mayor of Velmora born?", "answer": "Kessel", "answer_aliases": [], "supporting_ids": ["c1", "c2"], "kind": "bridge"}
+{"id": "q3", "question": "What is Kessel famous for?", "answer": "cheese market", "answer_aliases": [], "supporting_ids": ["c3"], "kind": "bridge"}
+"#;
+
+#[test]
+fn ask_streams_events_and_writes_the_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("corpus.jsonl"), CORPUS).unwrap();
+    let out = walkrag(dir, &["index", "corpus.jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "Who is the mayor of Velmora?",
+            "--model",
+            MODEL,
+            "-k",
+            "2",
+            "--json",
+            "--trace",
+            "trace.json",
+        ],
+    );
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(events[0]["type"], "cycle");
+    assert_eq!(events[1]["type"], "retrieved");
+    assert_eq!(events[1]["chunks"].as_array().unwrap().len(), 2);
+    let tokens: String = events
+        .iter()
+        .filter(|e| e["type"] == "token")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let answer = events.last().unwrap();
+    assert_eq!(answer["type"], "answer");
+    assert_eq!(
+        answer["text"].as_str().unwrap(),
+        tokens,
+        "tokens stream the reply"
+    );
+    for field in [
+        "answer",
+        "found",
+        "citations",
+        "ranked",
+        "termination",
+        "cycles",
+        "usage",
+        "elapsed_ms",
+    ] {
+        assert!(
+            !answer[field].is_null(),
+            "answer line lacks {field}: {answer}"
+        );
+    }
+    assert_eq!(
+        code == 0,
+        answer["found"] == true,
+        "exit 1 exactly when not found"
+    );
+    assert_eq!(answer["ranked"].as_array().unwrap().len(), 2);
+    assert_eq!(answer["termination"], "single_pass");
+    assert_eq!(answer["usage"]["llm_calls"], 1);
+    assert!(answer["usage"]["prompt_tokens"].as_u64().unwrap() > 50);
+
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
+    assert_eq!(trace["strategy"], "single");
+    assert_eq!(trace["model"], MODEL);
+    let steps = trace["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["step"], "retrieve");
+    assert_eq!(steps[1]["step"], "llm");
+    assert!(steps[1]["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Who is the mayor of Velmora?"));
+    assert_eq!(trace["answer"]["text"], answer["text"]);
+
+    // Strategies of the contract that are not built yet are refused clearly.
+    let out = walkrag(dir, &["ask", "x", "--strategy", "roam", "--model", MODEL]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not in this version yet"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn eval_writes_results_summary_report_and_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("corpus.jsonl"), CORPUS).unwrap();
+    std::fs::write(dir.join("questions.jsonl"), QUESTIONS).unwrap();
+    let args = [
+        "eval",
+        "--corpus",
+        "corpus.jsonl",
+        "--questions",
+        "questions.jsonl",
+        "--model",
+        MODEL,
+        "--strategies",
+        "single",
+        "-k",
+        "2",
+        "--out",
+        "out",
+        "--limit",
+        "2",
+    ];
+    let out = walkrag(dir, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("recall@5"), "{}", stdout(&out));
+
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["questions"], 2);
+    let single = &summary["strategies"]["single"];
+    for key in [
+        "recall@2",
+        "recall@5",
+        "recall@10",
+        "em",
+        "f1",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+    ] {
+        assert!(single[key].is_number(), "summary lacks {key}: {summary}");
+    }
+    assert_eq!(single["llm_calls"], 1.0);
+    // Two chunks retrieved of single-chunk records: recall@2 = recall@10.
+    assert_eq!(single["recall@2"], single["recall@10"]);
+
+    let lines: Vec<Value> = std::fs::read_to_string(dir.join("out/results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        for key in [
+            "id",
+            "strategy",
+            "answer",
+            "found",
+            "citations",
+            "ranked",
+            "ranked_docs",
+            "ranked_sections",
+            "termination",
+            "cycles",
+            "usage",
+            "elapsed_ms",
+            "metrics",
+        ] {
+            assert!(!line[key].is_null(), "results line lacks {key}: {line}");
+        }
+        assert_eq!(line["ranked_docs"].as_array().unwrap().len(), 2);
+        assert!(line["ranked_docs"][0].as_str().unwrap().starts_with('c'));
+        assert_eq!(line["ranked_sections"][0].as_array().unwrap().len(), 1);
+    }
+    let q1 = lines.iter().find(|l| l["id"] == "q1").unwrap();
+    assert_eq!(
+        q1["ranked_docs"][0], "c1",
+        "MiniLM finds the mayor's passage"
+    );
+    assert_eq!(q1["metrics"]["recall@2"], 1.0);
+
+    let report = std::fs::read_to_string(dir.join("out/report.md")).unwrap();
+    assert!(report.contains("| recall@5 |"), "{report}");
+    assert!(
+        report.contains("--limit 2"),
+        "the report quotes the command: {report}"
+    );
+    let chart = std::fs::read_to_string(dir.join("out/chart.svg")).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("recall@k"));
+
+    // Going on with a larger limit runs only the new question.
+    let mut more = args.to_vec();
+    more.pop();
+    more.push("3");
+    let out = walkrag(dir, &more);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("resuming: 2 results kept, 1 to run"),
+        "{}",
+        stderr(&out)
+    );
+    let n = std::fs::read_to_string(dir.join("out/results.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(n, 3);
+
+    // Another model in the same directory is refused.
+    let mut other = args.to_vec();
+    other[6] = "local:qwen2.5-coder-0.5b";
+    let out = walkrag(dir, &other);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--restart"), "{}", stderr(&out));
+}
