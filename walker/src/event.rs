@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::trace::RetrievedChunk;
+use crate::trace::{Descriptor, Fact, RetrievedChunk};
 
 /// One thing that happened. Serialized with a `"type"` tag (`retrieved`, `token`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -17,6 +17,10 @@ pub enum Event {
         query: String,
         chunks: Vec<RetrievedChunk>,
     },
+    /// A fact the model read in a passage, as soon as its JSON object closed.
+    Fact(Fact),
+    /// Where the model wants to look next.
+    NextSource(Descriptor),
     /// A piece of the answer as it is generated.
     Token { text: String },
     /// Something the user should know (a chunk dropped to fit the context, a citation of a

@@ -8,7 +8,9 @@
 //! HTTP client, so its tests run in milliseconds with scripted fakes.
 
 mod answer;
+mod control;
 mod event;
+pub mod jsonl;
 pub mod passages;
 pub mod prompt;
 pub mod reply;
@@ -16,15 +18,18 @@ mod run;
 mod single;
 mod strategy;
 mod trace;
+mod walk;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use answer::{Answer, Cost, Termination};
+pub use control::Control;
 pub use event::{Event, Sink};
 pub use single::Single;
 pub use strategy::{
     by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,
     AVAILABLE, STRATEGY_NAMES,
 };
-pub use trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+pub use trace::{Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+pub use walk::Walk;

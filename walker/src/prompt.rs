@@ -6,6 +6,10 @@
 pub const ANSWER_SYSTEM: &str = include_str!("../prompts/answer.system.md");
 pub const ANSWER_USER: &str = include_str!("../prompts/answer.user.md");
 
+/// The read step of `walk`: facts and next-source descriptors as JSON Lines.
+pub const READ_SYSTEM: &str = include_str!("../prompts/read.system.md");
+pub const READ_USER: &str = include_str!("../prompts/read.user.md");
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

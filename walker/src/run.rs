@@ -8,6 +8,7 @@ use walkrag_core::{chat, ChatError, ChatRequest, Completion, Delta, Message, Sam
 use walkrag_engine::{ChunkId, ChunkRef, SearchOptions};
 
 use crate::answer::{Answer, Cost, Termination};
+use crate::control::Control;
 use crate::event::{Event, Sink};
 use crate::passages;
 use crate::prompt;
@@ -29,6 +30,7 @@ pub(crate) struct Run<'a> {
     /// Chunks shown to the model, in the order they were first shown.
     read: Vec<ChunkId>,
     read_set: HashSet<ChunkId>,
+    pub control: Control,
 }
 
 /// The answer step's result.
@@ -62,6 +64,7 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             read: Vec::new(),
             read_set: HashSet::new(),
+            control: Control::default(),
         }
     }
 
@@ -86,6 +89,20 @@ impl<'a> Run<'a> {
                 self.read.push(id);
             }
         }
+    }
+
+    pub fn is_read(&self, id: ChunkId) -> bool {
+        self.read_set.contains(&id)
+    }
+
+    /// Chunks shown to the model so far, in the order first shown.
+    pub fn read(&self) -> &[ChunkId] {
+        &self.read
+    }
+
+    /// Milliseconds since the question was asked.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 
     /// Embeds `query` and returns the `k` nearest chunks, best first; with `only_new`, chunks
@@ -140,6 +157,28 @@ impl<'a> Run<'a> {
         request: ChatRequest,
         stream_tokens: bool,
     ) -> Result<Completion, ChatError> {
+        let mut on_text = |text: &str| {
+            if stream_tokens {
+                vec![Event::Token {
+                    text: text.to_string(),
+                }]
+            } else {
+                Vec::new()
+            }
+        };
+        self.chat_with(cycle, purpose, request, &mut on_text).await
+    }
+
+    /// Calls the model; `on_text` sees each piece of text as it arrives and returns events to
+    /// emit at once. When the walk is stopped the generation is cancelled and the text so far
+    /// returned.
+    pub async fn chat_with(
+        &mut self,
+        cycle: usize,
+        purpose: &str,
+        request: ChatRequest,
+        on_text: &mut (dyn FnMut(&str) -> Vec<Event> + Send),
+    ) -> Result<Completion, ChatError> {
         let started = Instant::now();
         let mut call = LlmCall {
             cycle,
@@ -155,13 +194,20 @@ impl<'a> Run<'a> {
         let mut stream = self.env.model.stream(request);
         let mut out = Completion::default();
         let mut failure = None;
+        let mut stopped = false;
         while let Some(item) = chat::next(&mut stream).await {
             match item {
                 Ok(delta) => {
-                    if let (true, Delta::Text { text }) = (stream_tokens, &delta) {
-                        self.emit(Event::Token { text: text.clone() });
+                    if let Delta::Text { text } = &delta {
+                        for event in on_text(text) {
+                            self.emit(event);
+                        }
                     }
                     out.push(delta);
+                    if self.control.is_stopped() && out.finish.is_none() {
+                        stopped = true;
+                        break;
+                    }
                 }
                 Err(e) => {
                     failure = Some(e);
@@ -170,7 +216,10 @@ impl<'a> Run<'a> {
             }
         }
         drop(stream);
-        if failure.is_none() && out.finish.is_none() {
+        if stopped {
+            call.error = Some("stopped by the user".into());
+            out.finish = Some(walkrag_core::FinishReason::Stop);
+        } else if failure.is_none() && out.finish.is_none() {
             failure = Some(ChatError::Transient {
                 message: "the stream ended without finishing".into(),
                 retry_after: None,
@@ -180,7 +229,9 @@ impl<'a> Run<'a> {
         call.usage = out.usage;
         call.finish = out.finish;
         call.ms = started.elapsed().as_millis() as u64;
-        call.error = failure.as_ref().map(ToString::to_string);
+        if let Some(e) = &failure {
+            call.error = Some(e.to_string());
+        }
         self.trace.steps.push(Step::Llm(call));
         match failure {
             Some(e) => Err(e),
@@ -202,6 +253,8 @@ impl<'a> Run<'a> {
         shown: &[ChunkId],
     ) -> Result<Answered, StrategyError> {
         let mut shown = shown.to_vec();
+        // A stop asks for the answer from what was found: the answer itself is not cut.
+        let control = std::mem::take(&mut self.control);
         let completion = loop {
             let passages = passages::render(self.env.index, &shown);
             let user = prompt::render(
@@ -234,9 +287,11 @@ impl<'a> Run<'a> {
                         ),
                     );
                 }
-                result => break result?,
+                result => break result,
             }
         };
+        self.control = control;
+        let completion = completion?;
         let reply = reply::parse(&completion.text);
         let mut citations = Vec::new();
         for &id in &reply.cited {

@@ -66,11 +66,13 @@ impl StrategyError {
 pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
 
 /// The strategies this build can run.
-pub const AVAILABLE: [&str; 1] = ["single"];
+pub const AVAILABLE: [&str; 2] = ["walk", "single"];
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// Stops and hints from outside (strategies that loop honour them).
+    pub control: crate::Control,
     /// Chunks retrieved per search.
     pub k: Option<usize>,
     /// Most retrieval cycles (multi-cycle strategies).
@@ -86,6 +88,17 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
                 single.k = k;
             }
             Ok(Box::new(single))
+        }
+        "walk" => {
+            let mut walk = crate::Walk::default();
+            if let Some(k) = options.k {
+                walk.k = k;
+            }
+            if let Some(max_cycles) = options.max_cycles {
+                walk.max_cycles = max_cycles;
+            }
+            walk.control = options.control.clone();
+            Ok(Box::new(walk))
         }
         other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),
         other => Err(UnknownStrategy::Unknown(other.to_string())),

@@ -24,7 +24,61 @@ pub struct Trace {
 pub enum Step {
     Retrieve(Retrieval),
     Llm(LlmCall),
-    Note { cycle: usize, message: String },
+    Fact(Fact),
+    Descriptor(Descriptor),
+    /// Model output that was neither a fact, a descriptor nor a verdict.
+    Unread {
+        cycle: usize,
+        text: String,
+    },
+    /// The model's verdict on whether the facts answer the question.
+    Sufficient {
+        cycle: usize,
+        sufficient: bool,
+    },
+    /// Why the walk stopped looking.
+    Terminate {
+        cycle: usize,
+        reason: crate::Termination,
+    },
+    Note {
+        cycle: usize,
+        message: String,
+    },
+}
+
+/// A fact read in a passage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub cycle: usize,
+    pub fact: String,
+    pub relevance: String,
+    /// The source as the model wrote it.
+    pub source: String,
+    /// The chunk the source names, when it names one.
+    pub chunk_id: Option<ChunkId>,
+    /// The source is a chunk the model was shown; untrusted facts are kept for the record but
+    /// never used as evidence.
+    pub trusted: bool,
+}
+
+/// Where to look next, and what should be there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Descriptor {
+    pub cycle: usize,
+    pub next_source: String,
+    pub expected_info: String,
+}
+
+impl Descriptor {
+    /// The text embedded to search for it.
+    pub fn query(&self) -> String {
+        if self.expected_info.is_empty() {
+            self.next_source.clone()
+        } else {
+            format!("{}: {}", self.next_source, self.expected_info)
+        }
+    }
 }
 
 /// One search of the index.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use walkrag_engine::Index;
 use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::passages::describe;
-use walkrag_walker::{by_name, Answer, Env, Event, Options, SearchParams, Trace};
+use walkrag_walker::{by_name, Answer, Control, Env, Event, Options, SearchParams, Trace};
 
 /// Ask a question of the indexed documents.
 ///
@@ -17,8 +17,13 @@ use walkrag_walker::{by_name, Answer, Env, Event, Options, SearchParams, Trace};
 /// its answer, citing passage ids like [1a2b3c4d.0]; the cited sources are listed after it
 /// (`walkrag show ID` prints one). What was retrieved goes to stderr, the answer to stdout.
 ///
-/// Strategies: single (embed the question, answer from the top k chunks). walk, roam, toc,
-/// docs and actions are part of the command-line contract and arrive in later versions.
+/// Strategies:
+///   single  embed the question, answer from the top k chunks.
+///   walk    read k chunks, note facts and where to look next, search there, read what is
+///           new, and repeat until the facts suffice (or --max-cycles, default 3); then
+///           answer from the facts. Facts stream to stderr as the model writes them;
+///           Ctrl-C stops the walk and answers from the facts so far.
+///   roam, toc, docs and actions are part of the command-line contract and arrive later.
 ///
 /// Exit code 1 when the model concludes the documents do not answer the question.
 ///
@@ -82,13 +87,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => bail!("--trace takes a FILE.json"),
         }
     }
+    let control = Control::new();
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
+        control: control.clone(),
     };
     let strategy = by_name(&args.strategy, &options)?;
     if args.k == Some(0) {
         bail!("-k must be at least 1");
+    }
+    if args.max_cycles == Some(0) {
+        bail!("--max-cycles must be at least 1");
     }
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
@@ -103,6 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.spawn(stop_on_ctrl_c(control));
     let answer = if args.json {
         let mut sink = |event: Event| {
             let mut out = std::io::stdout().lock();
@@ -137,6 +148,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The first Ctrl-C stops the walk, which then answers from the facts so far; a second one
+/// quits at once.
+async fn stop_on_ctrl_c(control: Control) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    eprintln!("\nstopping: answering from what was found so far (Ctrl-C again to quit)");
+    control.stop();
+    if tokio::signal::ctrl_c().await.is_ok() {
+        std::process::exit(130);
+    }
 }
 
 /// Writes the trace through a temporary file, so a reader never sees half of it.
@@ -180,6 +204,16 @@ impl Human {
             }
             Event::Note { message } => {
                 let _ = writeln!(err, "note: {message}");
+            }
+            Event::Fact(fact) => {
+                let source = match (fact.trusted, fact.chunk_id) {
+                    (true, Some(id)) => format!("[{id}]"),
+                    _ => format!("(unverified source {:?})", fact.source),
+                };
+                let _ = writeln!(err, "  • {} {source}", fact.fact);
+            }
+            Event::NextSource(d) => {
+                let _ = writeln!(err, "  → look for: {} — {}", d.next_source, d.expected_info);
             }
             Event::Token { text } => {
                 if !self.answering {

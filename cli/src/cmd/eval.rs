@@ -83,9 +83,14 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ensure!(args.jobs >= 1, "--jobs must be at least 1");
     ensure!(args.k != Some(0), "-k must be at least 1");
+    ensure!(
+        args.max_cycles != Some(0),
+        "--max-cycles must be at least 1"
+    );
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
+        ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();
     for name in &args.strategies {

@@ -2,3 +2,4 @@
 //! a word-hashing test embedder, and a scripted chat model that replays fixed replies.
 
 mod single;
+mod walk;

@@ -1,0 +1,388 @@
+//! `walk`: multi-turn retrieval. Read the passages found so far, stream facts and
+//! descriptors of where to look next, search for the descriptors, read what is new, and stop
+//! for a stated reason; then answer from the facts.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::json;
+use walkrag_core::{ChatRequest, Message, Sampling};
+use walkrag_engine::ChunkId;
+
+use crate::answer::{Answer, Termination};
+use crate::control::Control;
+use crate::event::{Event, Sink};
+use crate::jsonl::{Item, Reader};
+use crate::passages;
+use crate::prompt;
+use crate::reply;
+use crate::run::Run;
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::{Descriptor, Fact, RetrievedChunk, Step};
+
+/// The walker's settings.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    /// New chunks read per cycle: as many as `single` reads in its one pass, so a cycle costs
+    /// about what a single-shot question does.
+    pub k: usize,
+    /// Most read cycles; the walk never goes further whatever the model asks for. Two-hop
+    /// questions need two; the rest is slack for a wrong first step.
+    pub max_cycles: usize,
+    /// Most descriptors followed per cycle (a model that lists ten places is not followed ten
+    /// times).
+    pub max_descriptors: usize,
+    /// Most passages shown with the facts in the answer step.
+    pub answer_passages: usize,
+    /// Stop looking once the LLM calls have used this many tokens.
+    pub token_budget: Option<usize>,
+    /// Stop looking after this long.
+    pub time_budget: Option<Duration>,
+    /// Most tokens of one read step: room for a dozen facts and three descriptors.
+    pub read_max_tokens: usize,
+    /// Stop and hint from outside.
+    pub control: Control,
+}
+
+impl Default for Walk {
+    fn default() -> Self {
+        Self {
+            k: 5,
+            max_cycles: 3,
+            max_descriptors: 3,
+            answer_passages: 5,
+            token_budget: Some(40_000),
+            time_budget: None,
+            read_max_tokens: 400,
+            control: Control::default(),
+        }
+    }
+}
+
+impl Strategy for Walk {
+    fn name(&self) -> &'static str {
+        "walk"
+    }
+
+    fn config(&self) -> serde_json::Value {
+        json!({
+            "k": self.k,
+            "max_cycles": self.max_cycles,
+            "max_descriptors": self.max_descriptors,
+            "answer_passages": self.answer_passages,
+            "token_budget": self.token_budget,
+            "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
+            "read_max_tokens": self.read_max_tokens,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
+        Box::pin(self.walk(question, env, sink))
+    }
+}
+
+impl Walk {
+    async fn walk<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> Result<Answer, StrategyError> {
+        let mut run = Run::new(self, question, env, sink);
+        run.control = self.control.clone();
+        let mut facts: Vec<Fact> = Vec::new();
+        let mut cycle = 1;
+        run.emit(Event::Cycle { cycle });
+        let first = run.retrieve(cycle, question, self.k, true)?;
+        let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
+        let termination = if new.is_empty() {
+            Termination::NothingRetrieved
+        } else {
+            loop {
+                run.mark_read(&new);
+                let verdict = self.read(&mut run, cycle, question, &facts, &new).await?;
+                let (cycle_facts, descriptors, sufficient) = verdict;
+                facts.extend(cycle_facts);
+                if let Some(reason) = self.should_stop(&run, cycle, sufficient, &descriptors) {
+                    break reason;
+                }
+                cycle += 1;
+                run.emit(Event::Cycle { cycle });
+                new = self.follow(&mut run, cycle, &descriptors)?;
+                if new.is_empty() {
+                    break Termination::NothingNew;
+                }
+            }
+        };
+        run.trace.steps.push(Step::Terminate {
+            cycle,
+            reason: termination,
+        });
+
+        // Chunks that yielded trusted facts first, then the rest in the order read.
+        let mut evidence: Vec<ChunkId> = Vec::new();
+        for fact in facts.iter().filter(|f| f.trusted) {
+            let id = fact.chunk_id.expect("trusted facts name a chunk");
+            if !evidence.contains(&id) {
+                evidence.push(id);
+            }
+        }
+        let rest: Vec<ChunkId> = run
+            .read()
+            .iter()
+            .copied()
+            .filter(|id| !evidence.contains(id))
+            .collect();
+        let shown: Vec<ChunkId> = evidence
+            .iter()
+            .chain(&rest)
+            .copied()
+            .take(self.answer_passages)
+            .collect();
+        let answered = if shown.is_empty() {
+            run.nothing_found()
+        } else {
+            let notes = facts_text(&facts);
+            let notes = (!notes.is_empty()).then_some(notes);
+            run.answer(cycle, question, notes.as_deref(), &shown)
+                .await?
+        };
+        let mut ranked: Vec<ChunkId> = answered.citations.clone();
+        for id in evidence.iter().chain(&rest) {
+            if !ranked.contains(id) {
+                ranked.push(*id);
+            }
+        }
+        Ok(run.finish(answered, ranked, termination, cycle))
+    }
+
+    /// One read step: the question, the facts so far and the new passages in; facts,
+    /// descriptors and a verdict out, each emitted as soon as its JSON object closes.
+    async fn read(
+        &self,
+        run: &mut Run<'_>,
+        cycle: usize,
+        question: &str,
+        facts: &[Fact],
+        new: &[ChunkId],
+    ) -> Result<(Vec<Fact>, Vec<Descriptor>, Option<bool>), StrategyError> {
+        let known = facts_text(facts);
+        let hints = run.control.take_hints();
+        let mut user = prompt::render(
+            prompt::READ_USER,
+            &[
+                ("question", question),
+                (
+                    "facts",
+                    if known.is_empty() {
+                        "(none yet)"
+                    } else {
+                        &known
+                    },
+                ),
+                ("passages", &passages::render(run.env.index, new)),
+            ],
+        );
+        for hint in &hints {
+            user.push_str(&format!("\n\nA hint from the user: {hint}"));
+        }
+        let request = ChatRequest {
+            messages: vec![
+                Message::system(prompt::READ_SYSTEM.trim()),
+                Message::user(user),
+            ],
+            sampling: Sampling {
+                max_tokens: self.read_max_tokens,
+                ..Sampling::default()
+            },
+            ..ChatRequest::default()
+        };
+        let shown: HashSet<ChunkId> = run.read().iter().copied().collect();
+        let mut reader = Reader::new();
+        let mut items: Vec<Item> = Vec::new();
+        let mut parsed: Vec<Event> = Vec::new();
+        let mut on_text = |text: &str| {
+            let fresh = reader.push(text);
+            let events: Vec<Event> = fresh
+                .iter()
+                .filter_map(|i| event_of(i, cycle, &shown))
+                .collect();
+            items.extend(fresh);
+            parsed.extend(events.iter().cloned());
+            events
+        };
+        let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
+        let tail = reader.finish();
+        let tail_events: Vec<Event> = tail
+            .iter()
+            .filter_map(|i| event_of(i, cycle, &shown))
+            .collect();
+        items.extend(tail);
+        for event in tail_events {
+            run.emit(event);
+        }
+        completion?;
+
+        let mut new_facts = Vec::new();
+        let mut descriptors = Vec::new();
+        let mut sufficient = None;
+        for item in items {
+            match item {
+                Item::Fact { .. } => {
+                    let Some(Event::Fact(fact)) = event_of(&item, cycle, &shown) else {
+                        unreachable!("facts become fact events")
+                    };
+                    if !fact.trusted {
+                        run.note(
+                            cycle,
+                            format!(
+                                "fact not trusted: its source {:?} is not a passage the model was shown",
+                                fact.source
+                            ),
+                        );
+                    }
+                    run.trace.steps.push(Step::Fact(fact.clone()));
+                    new_facts.push(fact);
+                }
+                Item::NextSource { .. } => {
+                    let Some(Event::NextSource(d)) = event_of(&item, cycle, &shown) else {
+                        unreachable!("descriptors become next-source events")
+                    };
+                    run.trace.steps.push(Step::Descriptor(d.clone()));
+                    descriptors.push(d);
+                }
+                Item::Sufficient(flag) => {
+                    run.trace.steps.push(Step::Sufficient {
+                        cycle,
+                        sufficient: flag,
+                    });
+                    sufficient = Some(flag);
+                }
+                Item::Skipped(text) => {
+                    tracing::debug!("read step, cycle {cycle}: skipped {text:?}");
+                    run.trace.steps.push(Step::Unread { cycle, text });
+                }
+            }
+        }
+        for hint in hints {
+            descriptors.insert(
+                0,
+                Descriptor {
+                    cycle,
+                    next_source: hint,
+                    expected_info: String::new(),
+                },
+            );
+        }
+        Ok((new_facts, descriptors, sufficient))
+    }
+
+    /// Why to stop after a read step, if it is time to.
+    fn should_stop(
+        &self,
+        run: &Run<'_>,
+        cycle: usize,
+        sufficient: Option<bool>,
+        descriptors: &[Descriptor],
+    ) -> Option<Termination> {
+        if run.control.is_stopped() {
+            Some(Termination::Stopped)
+        } else if sufficient == Some(true) {
+            Some(Termination::Sufficient)
+        } else if cycle >= self.max_cycles {
+            Some(Termination::MaxCycles)
+        } else if self.token_budget.is_some_and(|b| run.cost.tokens() >= b) {
+            Some(Termination::TokenBudget)
+        } else if self.time_budget.is_some_and(|b| run.elapsed() >= b) {
+            Some(Termination::TimeBudget)
+        } else if descriptors.is_empty() {
+            Some(Termination::NoDescriptors)
+        } else {
+            None
+        }
+    }
+
+    /// Searches for each descriptor (unread chunks only) and merges the results by rank, up
+    /// to `k` chunks.
+    fn follow(
+        &self,
+        run: &mut Run<'_>,
+        cycle: usize,
+        descriptors: &[Descriptor],
+    ) -> Result<Vec<ChunkId>, StrategyError> {
+        let mut lists: Vec<Vec<RetrievedChunk>> = Vec::new();
+        let mut seen_queries = HashSet::new();
+        for d in descriptors.iter().take(self.max_descriptors) {
+            let query = d.query();
+            if seen_queries.insert(query.to_lowercase()) {
+                lists.push(run.retrieve(cycle, &query, self.k, true)?);
+            }
+        }
+        let mut merged: Vec<ChunkId> = Vec::new();
+        let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+        'merge: for rank in 0..longest {
+            for list in &lists {
+                if let Some(hit) = list.get(rank) {
+                    if !merged.contains(&hit.chunk_id) && !run.is_read(hit.chunk_id) {
+                        merged.push(hit.chunk_id);
+                        if merged.len() == self.k {
+                            break 'merge;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(merged)
+    }
+}
+
+/// The event of a parsed item; facts are trusted when their source is a chunk in `shown`.
+fn event_of(item: &Item, cycle: usize, shown: &HashSet<ChunkId>) -> Option<Event> {
+    match item {
+        Item::Fact {
+            fact,
+            relevance,
+            source,
+        } => {
+            let chunk_id = reply::chunk_ids(source).into_iter().next();
+            Some(Event::Fact(Fact {
+                cycle,
+                fact: fact.clone(),
+                relevance: relevance.clone(),
+                source: source.clone(),
+                chunk_id,
+                trusted: chunk_id.is_some_and(|id| shown.contains(&id)),
+            }))
+        }
+        Item::NextSource {
+            next_source,
+            expected_info,
+        } => Some(Event::NextSource(Descriptor {
+            cycle,
+            next_source: next_source.clone(),
+            expected_info: expected_info.clone(),
+        })),
+        Item::Sufficient(_) | Item::Skipped(_) => None,
+    }
+}
+
+/// Trusted facts, one per line with their source: what the model sees of earlier cycles.
+fn facts_text(facts: &[Fact]) -> String {
+    facts
+        .iter()
+        .filter(|f| f.trusted)
+        .map(|f| {
+            format!(
+                "- {} [{}]",
+                f.fact,
+                f.chunk_id.expect("trusted facts name a chunk")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,320 @@
+//! The walk strategy's control flow, with the scripted chat model: every termination path,
+//! malformed output, and a model that never stops asking.
+
+use expect_test::expect_file;
+use walkrag_engine::ChunkId;
+use walkrag_walker::testing::{
+    block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
+};
+use walkrag_walker::{Answer, Control, Event, Step, Strategy, Termination, Walk};
+
+const QUESTION: &str = "Velmora mayor: which town or village was the mayor born in?";
+
+fn walk(max_cycles: usize) -> Walk {
+    Walk {
+        k: 3,
+        max_cycles,
+        ..Walk::default()
+    }
+}
+
+fn run(strategy: &Walk, turns: Vec<Turn>) -> (Answer, Vec<Event>, ScriptedChatModel) {
+    let t = test_index();
+    let model = ScriptedChatModel::new(turns);
+    let mut events = Vec::new();
+    let answer =
+        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    (answer, events, model)
+}
+
+fn ids(t: &walkrag_walker::testing::TestIndex, docs: &[&str]) -> Vec<ChunkId> {
+    docs.iter().map(|d| chunk_of(&t.index, d)).collect()
+}
+
+fn reply(text: String) -> Turn {
+    Turn::Reply(text)
+}
+
+#[test]
+fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
+    let t = test_index();
+    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
+        unreachable!()
+    };
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n\
+             {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where Ilsa Brandt was born\"}}\n\
+             {{\"sufficient\": false}}"
+        )),
+        reply(format!(
+            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
+        )),
+        reply(format!("Answer: Kessel\nSources: [{d2}], [{d1}]")),
+    ]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(walk(4).run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+
+    assert_eq!(answer.answer, "Kessel");
+    assert_eq!(answer.termination, Termination::Sufficient);
+    assert_eq!(answer.cycles, 2);
+    assert_eq!(answer.usage.llm_calls, 3);
+    assert_eq!(answer.citations, [d2, d1]);
+    assert_eq!(&answer.ranked[..2], [d2, d1], "cited chunks rank first");
+    assert_eq!(
+        answer.ranked.len(),
+        6,
+        "every chunk read is ranked: {:?}",
+        answer.ranked
+    );
+
+    // Live events: facts and descriptors as their objects close, then the second cycle.
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            Event::Cycle { .. } => "cycle",
+            Event::Retrieved { .. } => "retrieved",
+            Event::Fact(_) => "fact",
+            Event::NextSource(_) => "next_source",
+            Event::Token { .. } => "token",
+            Event::Note { .. } => "note",
+        })
+        .filter(|k| *k != "token")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "cycle",
+            "retrieved",
+            "fact",
+            "next_source",
+            "cycle",
+            "retrieved",
+            "fact"
+        ]
+    );
+    let Event::Retrieved { query, chunks, .. } = &events[5] else {
+        panic!()
+    };
+    assert_eq!(query, "Ilsa Brandt: where Ilsa Brandt was born");
+    assert_eq!(chunks[0].chunk_id, d2);
+    assert!(
+        chunks.iter().all(|c| c.new),
+        "read chunks are never retrieved again"
+    );
+
+    // The second read sees the first fact; the answer step sees both facts.
+    let requests = model.requests.lock().unwrap();
+    assert!(requests[1].messages[1]
+        .content
+        .contains(&format!("- The mayor of Velmora is Ilsa Brandt. [{d1}]")));
+    assert!(requests[2].messages[1]
+        .content
+        .contains("Ilsa Brandt was born in Kessel."));
+    let steps = &answer.trace.steps;
+    assert!(steps.iter().any(|s| matches!(
+        s,
+        Step::Terminate {
+            reason: Termination::Sufficient,
+            cycle: 2
+        }
+    )));
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fact(f) if f.trusted))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_model_that_never_stops_asking_is_stopped_by_max_cycles() {
+    let asks =
+        "{\"nextSource\": \"more\", \"expectedInfo\": \"anything\"}\n{\"sufficient\": false}";
+    let (answer, _, model) = run(
+        &Walk { k: 1, ..walk(3) },
+        vec![
+            reply(asks.into()),
+            reply(asks.into()),
+            reply(asks.into()),
+            reply("Answer: not found".into()),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::MaxCycles);
+    assert_eq!(answer.cycles, 3);
+    assert_eq!(
+        model.requests.lock().unwrap().len(),
+        4,
+        "three reads and the answer"
+    );
+    assert!(!answer.found);
+}
+
+#[test]
+fn no_descriptors_ends_the_walk() {
+    let (answer, _, _) = run(
+        &walk(4),
+        vec![
+            reply("{\"sufficient\": false}".into()),
+            reply("Answer: not found".into()),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::NoDescriptors);
+    assert_eq!(answer.cycles, 1);
+}
+
+#[test]
+fn nothing_new_ends_the_walk() {
+    // Six records, three read per cycle: the third search finds nothing unread.
+    let asks = "{\"nextSource\": \"Velmora\", \"expectedInfo\": \"x\"}";
+    let (answer, _, _) = run(
+        &Walk { k: 3, ..walk(10) },
+        vec![
+            reply(asks.into()),
+            reply(asks.into()),
+            reply("Answer: x".into()),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::NothingNew);
+    assert_eq!(answer.cycles, 3);
+    assert_eq!(answer.ranked.len(), 6);
+}
+
+#[test]
+fn budgets_end_the_walk() {
+    let asks = "{\"nextSource\": \"Kessel\", \"expectedInfo\": \"x\"}";
+    let tokens = Walk {
+        token_budget: Some(1),
+        ..walk(4)
+    };
+    let (answer, _, _) = run(&tokens, vec![reply(asks.into()), reply("Answer: x".into())]);
+    assert_eq!(answer.termination, Termination::TokenBudget);
+    let time = Walk {
+        time_budget: Some(std::time::Duration::ZERO),
+        ..walk(4)
+    };
+    let (answer, _, _) = run(&time, vec![reply(asks.into()), reply("Answer: x".into())]);
+    assert_eq!(answer.termination, Termination::TimeBudget);
+}
+
+#[test]
+fn a_stopped_walk_answers_from_what_it_has() {
+    let control = Control::new();
+    control.stop();
+    let strategy = Walk {
+        control: control.clone(),
+        ..walk(4)
+    };
+    let asks = "{\"nextSource\": \"Kessel\", \"expectedInfo\": \"x\"} and more text that is never generated";
+    let (answer, _, _) = run(
+        &strategy,
+        vec![reply(asks.into()), reply("Answer: Kessel".into())],
+    );
+    assert_eq!(answer.termination, Termination::Stopped);
+    assert_eq!(answer.answer, "Kessel", "the answer step is not cut short");
+    let read = answer
+        .trace
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            Step::Llm(c) if c.purpose == "read" => Some(c),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(read.error.as_deref(), Some("stopped by the user"));
+    assert!(
+        read.completion.len() < asks.len(),
+        "generation was cancelled"
+    );
+}
+
+#[test]
+fn hints_are_searched_and_shown() {
+    let control = Control::new();
+    control.hint("cheese market");
+    let strategy = Walk { control, ..walk(2) };
+    let (_, events, model) = run(
+        &strategy,
+        vec![
+            reply("{\"sufficient\": false}".into()),
+            reply("x".into()),
+            reply("Answer: x".into()),
+        ],
+    );
+    assert!(model.requests.lock().unwrap()[0].messages[1]
+        .content
+        .contains("A hint from the user: cheese market"));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Retrieved { query, .. } if query == "cheese market")));
+}
+
+#[test]
+fn malformed_output_is_salvaged_and_untrusted_sources_are_flagged() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "Sure! Here are the facts:\n```json\n{{\"fact\": \"Velmora's mayor is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"[{d1}]\",}}\n\
+             {{\"fact\": \"Kessel is far away.\", \"relevance\": \"r\", \"source\": \"0badcafe.9\"}}\n```\n\
+             | fact | relevance | source |\n|---|---|---|\n| Ilsa Brandt is an engineer. | r | {d1} |\n\
+             {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"birthpl"
+        )),
+        reply("{\"sufficient\": true}".into()),
+        reply("Answer: Kessel".into()),
+    ]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(walk(4).run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    let facts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Fact(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(facts.len(), 3);
+    assert!(facts[0].trusted && facts[2].trusted);
+    assert!(!facts[1].trusted, "0badcafe.9 was never shown");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::NextSource(d) if d.next_source == "Ilsa Brandt")),
+        "the object cut off at the end is closed and read"
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Note { message } if message.contains("not trusted"))));
+    let answer_prompt = &model.requests.lock().unwrap()[2].messages[1].content;
+    assert!(
+        !answer_prompt.contains("Kessel is far away"),
+        "untrusted facts are not evidence"
+    );
+    assert!(answer
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Unread { text, .. } if text.contains("Here are the facts"))));
+    assert_eq!(answer.termination, Termination::Sufficient);
+}
+
+/// The read prompt as the model sees it.
+#[test]
+fn read_prompt_snapshot() {
+    let (_, _, model) = run(
+        &walk(1),
+        vec![
+            reply("{\"sufficient\": false}".into()),
+            reply("Answer: x".into()),
+        ],
+    );
+    let request = &model.requests.lock().unwrap()[0];
+    let rendered: String = request
+        .messages
+        .iter()
+        .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
+        .collect();
+    expect_file!["snapshots/read_prompt.txt"].assert_eq(&rendered);
+}
