@@ -172,19 +172,18 @@ impl Walk {
         new: &[ChunkId],
     ) -> Result<(Vec<Fact>, Vec<Descriptor>, Option<bool>), StrategyError> {
         let known = facts_text(facts);
+        // No "none yet" placeholder when there are no facts: small models cite it as a source.
+        let facts_block = if known.is_empty() {
+            String::new()
+        } else {
+            format!("\nFacts found so far:\n{known}\n")
+        };
         let hints = run.control.take_hints();
         let mut user = prompt::render(
             prompt::READ_USER,
             &[
                 ("question", question),
-                (
-                    "facts",
-                    if known.is_empty() {
-                        "(none yet)"
-                    } else {
-                        &known
-                    },
-                ),
+                ("facts", &facts_block),
                 ("passages", &passages::render(run.env.index, new)),
             ],
         );
