@@ -10,6 +10,8 @@
 mod answer;
 mod control;
 mod event;
+pub mod graph;
+pub mod html;
 pub mod jsonl;
 pub mod passages;
 pub mod prompt;

@@ -8,6 +8,8 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 use walkrag_engine::Index;
 use walkrag_models::DEFAULT_MODEL;
+use walkrag_walker::graph::Graph;
+use walkrag_walker::html;
 use walkrag_walker::passages::describe;
 use walkrag_walker::{by_name, Answer, Control, Env, Event, Options, SearchParams, Trace};
 
@@ -52,7 +54,9 @@ pub struct Args {
     /// One JSON event per line; the last line is the answer.
     #[arg(long)]
     json: bool,
-    /// Write the whole trace (every retrieval, prompt and completion) to FILE.json.
+    /// Write the whole trace to FILE.json (every retrieval, prompt and completion, and the
+    /// knowledge graph of chunks, facts and descriptors) or FILE.html (the walk drawn as a
+    /// graph, each node's text on click; one self-contained file).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Embedding model [default: the one the index was built with].
@@ -77,14 +81,17 @@ struct TraceFile<'a> {
     #[serde(flatten)]
     trace: &'a Trace,
     answer: &'a Answer,
+    /// The query-time knowledge graph: question, chunks, facts, descriptors, answer.
+    graph: &'a Graph,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.trace {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => {}
-            Some("html") => bail!("HTML traces come with the walk strategy; use --trace FILE.json"),
-            _ => bail!("--trace takes a FILE.json"),
+        if !matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("json" | "html")
+        ) {
+            bail!("--trace takes FILE.json or FILE.html");
         }
     }
     let control = Control::new();
@@ -141,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         answer
     };
     if let Some(path) = &args.trace {
-        write_trace(path, &answer)?;
+        write_trace(path, &answer, &index)?;
     }
     Ok(if answer.found {
         ExitCode::SUCCESS
@@ -163,14 +170,23 @@ async fn stop_on_ctrl_c(control: Control) {
     }
 }
 
-/// Writes the trace through a temporary file, so a reader never sees half of it.
-fn write_trace(path: &Path, answer: &Answer) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(&TraceFile {
-        trace: &answer.trace,
-        answer,
-    })?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, json + "\n")
+/// Writes the trace (JSON with its knowledge graph, or the HTML page) through a temporary file,
+/// so a reader never sees half of it.
+fn write_trace(path: &Path, answer: &Answer, index: &Index) -> anyhow::Result<()> {
+    let graph = Graph::of(answer, index);
+    let contents = if path.extension().and_then(|e| e.to_str()) == Some("html") {
+        html::render(answer, &graph)
+    } else {
+        serde_json::to_string_pretty(&TraceFile {
+            trace: &answer.trace,
+            answer,
+            graph: &graph,
+        })? + "\n"
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, contents)
         .and_then(|()| std::fs::rename(&tmp, path))
         .with_context(|| format!("cannot write the trace to {}", path.display()))
 }

@@ -100,6 +100,46 @@ fn ask_streams_events_and_writes_the_trace() {
         .contains("Who is the mayor of Velmora?"));
     assert_eq!(trace["answer"]["text"], answer["text"]);
 
+    assert_eq!(trace["graph"]["nodes"][0]["kind"], "question");
+    assert!(trace["graph"]["edges"].as_array().unwrap().len() >= 2);
+
+    // The walk with its HTML trace; whatever the tiny model writes, it ends for a reason.
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "In which village was the mayor of Velmora born?",
+            "--strategy",
+            "walk",
+            "--model",
+            MODEL,
+            "-k",
+            "2",
+            "--max-cycles",
+            "2",
+            "--json",
+            "--trace",
+            "walk.html",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "answer");
+    let reasons = [
+        "sufficient",
+        "no_descriptors",
+        "nothing_new",
+        "max_cycles",
+        "token_budget",
+    ];
+    assert!(
+        reasons.contains(&last["termination"].as_str().unwrap()),
+        "{last}"
+    );
+    assert!((1..=2).contains(&last["cycles"].as_u64().unwrap()));
+    let page = std::fs::read_to_string(dir.join("walk.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg"));
+
     // Strategies of the contract that are not built yet are refused clearly.
     let out = walkrag(dir, &["ask", "x", "--strategy", "roam", "--model", MODEL]);
     assert_eq!(out.status.code(), Some(2));

@@ -3,10 +3,11 @@
 
 use expect_test::expect_file;
 use walkrag_engine::ChunkId;
+use walkrag_walker::graph::{EdgeKind, Graph, NodeKind};
 use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
 };
-use walkrag_walker::{Answer, Control, Event, Step, Strategy, Termination, Walk};
+use walkrag_walker::{html, Answer, Control, Event, Step, Strategy, Termination, Walk};
 
 const QUESTION: &str = "Velmora mayor: which town or village was the mayor born in?";
 
@@ -127,6 +128,57 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
             .count(),
         2
     );
+
+    // The knowledge graph links question → chunk → fact → descriptor → chunk → answer.
+    let graph = Graph::of(&answer, &t.index);
+    let has = |from: &str, to: &str, kind: EdgeKind| {
+        graph
+            .edges
+            .iter()
+            .any(|e| e.from == from && e.to == to && e.kind == kind)
+    };
+    let (c1, c2) = (format!("chunk:{d1}"), format!("chunk:{d2}"));
+    assert!(
+        has("question", &c1, EdgeKind::Retrieved),
+        "{:#?}",
+        graph.edges
+    );
+    assert!(has(&c1, "fact:1", EdgeKind::Yielded));
+    assert!(has("fact:1", "descriptor:1", EdgeKind::Asked));
+    assert!(has("descriptor:1", &c2, EdgeKind::Found));
+    assert!(has(&c2, "fact:2", EdgeKind::Yielded));
+    assert!(has(&c2, "answer", EdgeKind::Supports));
+    assert_eq!(
+        graph
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Chunk)
+            .count(),
+        6
+    );
+    let chunk = graph.nodes.iter().find(|n| n.id == c2).unwrap();
+    assert!(
+        chunk.text.contains("born in Kessel"),
+        "chunk nodes carry their text"
+    );
+
+    // The HTML trace is one self-contained page with every node clickable.
+    let page = html::render(&answer, &graph);
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg"));
+    for node in &graph.nodes {
+        assert!(
+            page.contains(&format!("data-id=\"{}\"", node.id)),
+            "{}",
+            node.id
+        );
+    }
+    let external = page.matches("http").count();
+    assert_eq!(
+        external,
+        page.matches("http://www.w3.org/2000/svg").count(),
+        "no network"
+    );
+    assert!(!page.contains("<script src"));
 }
 
 #[test]
