@@ -9,9 +9,9 @@ use crate::answer::Answer;
 use crate::graph::{EdgeKind, Graph, NodeKind};
 use crate::trace::Step;
 
-const NODE_W: f64 = 230.0;
+const NODE_W: f64 = 200.0;
 const NODE_H: f64 = 56.0;
-const COL_GAP: f64 = 90.0;
+const COL_GAP: f64 = 56.0;
 const ROW_GAP: f64 = 18.0;
 const MARGIN: f64 = 20.0;
 
@@ -51,8 +51,17 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
         else {
             continue;
         };
-        let (x1, y1, x2, y2) = (x1 + NODE_W, y1 + NODE_H / 2.0, x2, y2 + NODE_H / 2.0);
-        let mid = (x1 + x2) / 2.0;
+        // Across columns: right side to left side. Within a column (a fact leading to a
+        // descriptor of the same cycle): bottom to top.
+        let d = if x2 > x1 {
+            let (x1, y1, y2) = (x1 + NODE_W, y1 + NODE_H / 2.0, y2 + NODE_H / 2.0);
+            let mid = (x1 + x2) / 2.0;
+            format!("M{x1:.1},{y1:.1} C{mid:.1},{y1:.1} {mid:.1},{y2:.1} {x2:.1},{y2:.1}")
+        } else {
+            let (x, y1, y2) = (x1 + NODE_W / 2.0, y1 + NODE_H, y2);
+            let x2 = x2 + NODE_W / 2.0;
+            format!("M{x:.1},{y1:.1} L{x2:.1},{y2:.1}")
+        };
         let colour = match edge.kind {
             EdgeKind::Retrieved | EdgeKind::Found => "#9ab",
             EdgeKind::Yielded => "#6a6",
@@ -61,7 +70,7 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
         };
         let _ = writeln!(
             svg,
-            r#"<path d="M{x1:.1},{y1:.1} C{mid:.1},{y1:.1} {mid:.1},{y2:.1} {x2:.1},{y2:.1}" fill="none" stroke="{colour}" stroke-width="1.5"/>"#
+            r#"<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.5"/>"#
         );
     }
     for node in &graph.nodes {
@@ -98,7 +107,7 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
             x + 8.0,
             y + 14.0
         );
-        for (i, line) in wrap(&node.label, 36, 2).iter().enumerate() {
+        for (i, line) in wrap(&node.label, 31, 2).iter().enumerate() {
             let _ = writeln!(
                 svg,
                 r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
@@ -155,7 +164,7 @@ header {{ padding: 12px 20px; background: #f6f6f6; border-bottom: 1px solid #ddd
 header h1 {{ font-size: 18px; margin: 0 0 6px; }}
 main {{ display: flex; }}
 #graph {{ flex: 1; overflow: auto; }}
-#panel {{ width: 340px; padding: 12px 16px; border-left: 1px solid #ddd; white-space: pre-wrap; font-size: 13px; }}
+#panel {{ width: 280px; padding: 12px 16px; border-left: 1px solid #ddd; white-space: pre-wrap; font-size: 13px; }}
 .node {{ cursor: pointer; }}
 .node.selected rect {{ stroke-width: 3; }}
 section {{ padding: 12px 20px; }}
