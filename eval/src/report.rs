@@ -58,15 +58,17 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
         }
     });
     for (i, k) in RECALL_KS.iter().enumerate() {
-        row(&format!("recall@{k}"), &|s| format!("{:.3}", s.recall()[i]));
+        row(&format!("recall@{k}"), &|s| {
+            format!("{:.3}", s.scores.recall()[i])
+        });
     }
-    row("answer EM", &|s| format!("{:.3}", s.em));
-    row("answer F1", &|s| format!("{:.3}", s.f1));
-    if columns.iter().any(|(_, s)| s.contains.is_some()) {
-        row("contains", &|s| opt(s.contains));
+    row("answer EM", &|s| format!("{:.3}", s.scores.em));
+    row("answer F1", &|s| format!("{:.3}", s.scores.f1));
+    if columns.iter().any(|(_, s)| s.scores.contains.is_some()) {
+        row("contains", &|s| opt(s.scores.contains));
     }
-    if columns.iter().any(|(_, s)| s.abstain.is_some()) {
-        row("abstain (absent questions)", &|s| opt(s.abstain));
+    if columns.iter().any(|(_, s)| s.scores.abstain.is_some()) {
+        row("abstain (absent questions)", &|s| opt(s.scores.abstain));
     }
     row("found", &|s| format!("{:.0}%", s.found * 100.0));
     row("LLM calls / question", &|s| format!("{:.2}", s.llm_calls));
@@ -140,7 +142,7 @@ pub fn chart_svg(summary: &Summary, order: &[&str]) -> String {
     for (name, s, colour) in &series {
         let points: Vec<(f64, f64)> = RECALL_KS
             .iter()
-            .zip(s.recall())
+            .zip(s.scores.recall())
             .map(|(&k, r)| (left.x((k as f64 - kmin) / (kmax - kmin)), left.y(r)))
             .collect();
         let path: Vec<String> = points
@@ -187,13 +189,13 @@ pub fn chart_svg(summary: &Summary, order: &[&str]) -> String {
         right.bottom() + 32.0
     );
     for (name, s, colour) in &series {
-        let (x, y) = (right.x(s.seconds / max_seconds), right.y(s.recall_5));
+        let (x, y) = (right.x(s.seconds / max_seconds), right.y(s.scores.recall_5));
         let _ = writeln!(
             svg,
             r#"<circle cx="{x:.1}" cy="{y:.1}" r="5" fill="{colour}"><title>{}: {:.1} s, recall@5 {:.3}, {:.0} tokens</title></circle>"#,
             escape(name),
             s.seconds,
-            s.recall_5,
+            s.scores.recall_5,
             s.prompt_tokens + s.completion_tokens
         );
         let _ = writeln!(

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::ResultLine;
+use crate::results::{Metrics, ResultLine};
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -18,14 +18,9 @@ pub struct Summary {
 /// One strategy's means per question. Questions it failed on count as zero.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StrategySummary {
-    #[serde(rename = "recall@2")]
-    pub recall_2: f64,
-    #[serde(rename = "recall@5")]
-    pub recall_5: f64,
-    #[serde(rename = "recall@10")]
-    pub recall_10: f64,
-    pub em: f64,
-    pub f1: f64,
+    /// Mean scores (recall@2/5/10, EM, F1, and `contains`/`abstain` where they apply).
+    #[serde(flatten)]
+    pub scores: Metrics,
     pub llm_calls: f64,
     pub prompt_tokens: f64,
     pub completion_tokens: f64,
@@ -38,17 +33,9 @@ pub struct StrategySummary {
     pub cycles: f64,
     /// How many questions ended for each reason.
     pub terminations: BTreeMap<String, usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub contains: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abstain: Option<f64>,
 }
 
 impl StrategySummary {
-    pub fn recall(&self) -> [f64; 3] {
-        [self.recall_2, self.recall_5, self.recall_10]
-    }
-
     /// Means over `lines` (one strategy's).
     pub fn of(lines: &[&ResultLine]) -> Self {
         let n = lines.len().max(1) as f64;
@@ -62,11 +49,15 @@ impl StrategySummary {
             *terminations.entry(line.termination.clone()).or_default() += 1;
         }
         Self {
-            recall_2: mean(&|l| l.metrics.recall_2),
-            recall_5: mean(&|l| l.metrics.recall_5),
-            recall_10: mean(&|l| l.metrics.recall_10),
-            em: mean(&|l| l.metrics.em),
-            f1: mean(&|l| l.metrics.f1),
+            scores: Metrics {
+                recall_2: mean(&|l| l.metrics.recall_2),
+                recall_5: mean(&|l| l.metrics.recall_5),
+                recall_10: mean(&|l| l.metrics.recall_10),
+                em: mean(&|l| l.metrics.em),
+                f1: mean(&|l| l.metrics.f1),
+                contains: optional_mean(&|l| l.metrics.contains),
+                abstain: optional_mean(&|l| l.metrics.abstain),
+            },
             llm_calls: mean(&|l| l.usage.llm_calls as f64),
             prompt_tokens: mean(&|l| l.usage.prompt_tokens as f64),
             completion_tokens: mean(&|l| l.usage.completion_tokens as f64),
@@ -76,8 +67,6 @@ impl StrategySummary {
             found: mean(&|l| f64::from(u8::from(l.found))),
             cycles: mean(&|l| l.cycles as f64),
             terminations,
-            contains: optional_mean(&|l| l.metrics.contains),
-            abstain: optional_mean(&|l| l.metrics.abstain),
         }
     }
 }

@@ -450,3 +450,41 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn read_split(text: &str, cuts: &[usize]) -> Vec<Item> {
+        let mut reader = Reader::new();
+        let mut items = Vec::new();
+        let mut last = 0;
+        let mut points: Vec<usize> = cuts
+            .iter()
+            .map(|c| c % (text.len() + 1))
+            .filter(|&c| text.is_char_boundary(c))
+            .collect();
+        points.sort_unstable();
+        for cut in points {
+            items.extend(reader.push(&text[last..cut]));
+            last = cut;
+        }
+        items.extend(reader.push(&text[last..]));
+        items.extend(reader.finish());
+        items
+    }
+
+    proptest! {
+        /// Never panics, and how the stream is cut into pieces never changes what is read.
+        #[test]
+        fn any_text_any_pieces(
+            text in r#"([{}\[\]",:\\|\n a-zé]|"fact"|"source"|"nextSource"|true|```)*"#,
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let whole = read_split(&text, &[]);
+            prop_assert_eq!(read_split(&text, &cuts), whole);
+        }
+    }
+}

@@ -219,3 +219,12 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 pub fn collect(events: &mut Vec<Event>) -> impl FnMut(Event) + Send + '_ {
     move |e| events.push(e)
 }
+
+/// A request as the model sees it, one `=== role ===` block per message (for prompt snapshots).
+pub fn render_request(request: &ChatRequest) -> String {
+    request
+        .messages
+        .iter()
+        .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
+        .collect()
+}

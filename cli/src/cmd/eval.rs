@@ -295,11 +295,11 @@ fn print_summary(summary: &Summary, strategies: &[Box<dyn Strategy>], out: &Path
             println!(
                 "{:<10} {:>9.3} {:>9.3} {:>9.3} {:>6.3} {:>6.3} {:>6.2} {:>9.0} {:>7.1}",
                 strategy.name(),
-                s.recall_2,
-                s.recall_5,
-                s.recall_10,
-                s.em,
-                s.f1,
+                s.scores.recall_2,
+                s.scores.recall_5,
+                s.scores.recall_10,
+                s.scores.em,
+                s.scores.f1,
                 s.llm_calls,
                 s.prompt_tokens + s.completion_tokens,
                 s.seconds

@@ -72,7 +72,7 @@ fn writes_scored_results_summary_report_and_chart() {
     let single = &summary.strategies["single"];
     assert_eq!(single.answered, 3);
     assert_eq!(single.llm_calls, 1.0);
-    assert!((0.0..=1.0).contains(&single.recall_5));
+    assert!((0.0..=1.0).contains(&single.scores.recall_5));
     assert_eq!(single.terminations["single_pass"], 3);
 
     let lines = results(&out);

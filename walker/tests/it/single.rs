@@ -5,7 +5,7 @@ use walkrag_core::{ChatError, Role};
 use walkrag_walker::{Event, Single, Step, Strategy, Termination};
 
 use walkrag_walker::testing::{
-    block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
+    block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
 };
 
 const QUESTION: &str = "Who is the mayor of Velmora?";
@@ -168,11 +168,6 @@ fn answer_prompt_snapshot() {
     let model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
     block_on(Single { k: 2 }.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
     let request = &model.requests.lock().unwrap()[0];
-    let rendered: String = request
-        .messages
-        .iter()
-        .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
-        .collect();
-    expect_file!["snapshots/answer_prompt.txt"].assert_eq(&rendered);
+    expect_file!["snapshots/answer_prompt.txt"].assert_eq(&render_request(request));
     assert_eq!(request.sampling.temperature, 0.0, "answers are greedy");
 }

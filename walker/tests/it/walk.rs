@@ -5,7 +5,7 @@ use expect_test::expect_file;
 use walkrag_engine::ChunkId;
 use walkrag_walker::graph::{EdgeKind, Graph, NodeKind};
 use walkrag_walker::testing::{
-    block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
+    block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
 };
 use walkrag_walker::{html, Answer, Control, Event, Step, Strategy, Termination, Walk};
 
@@ -363,10 +363,5 @@ fn read_prompt_snapshot() {
         ],
     );
     let request = &model.requests.lock().unwrap()[0];
-    let rendered: String = request
-        .messages
-        .iter()
-        .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
-        .collect();
-    expect_file!["snapshots/read_prompt.txt"].assert_eq(&rendered);
+    expect_file!["snapshots/read_prompt.txt"].assert_eq(&render_request(request));
 }
