@@ -162,6 +162,96 @@ pub fn strip_ids(text: &str) -> String {
     out
 }
 
+/// How a cited id was matched to a passage the model was shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    /// The id as written.
+    Exact(ChunkId),
+    /// A near miss (a digit dropped, swapped or added: small models do this) that is closer to
+    /// this shown id than to any other.
+    Repaired(ChunkId),
+}
+
+impl Match {
+    pub fn id(self) -> ChunkId {
+        match self {
+            Match::Exact(id) | Match::Repaired(id) => id,
+        }
+    }
+}
+
+/// Every id-like token of `text` (hex digits, a dot, digits), matched to `shown`: exactly, or
+/// within two edits of exactly one shown id. Tokens that match nothing are returned apart.
+pub fn match_ids(text: &str, shown: &[ChunkId]) -> (Vec<Match>, Vec<String>) {
+    let mut matched: Vec<Match> = Vec::new();
+    let mut unknown = Vec::new();
+    for token in id_like_tokens(text) {
+        let found = match ChunkId::parse(&token).filter(|id| shown.contains(id)) {
+            Some(id) => Some(Match::Exact(id)),
+            None => nearest(&token, shown).map(Match::Repaired),
+        };
+        match found {
+            Some(m) if !matched.iter().any(|x| x.id() == m.id()) => matched.push(m),
+            Some(_) => {}
+            None => unknown.push(token),
+        }
+    }
+    (matched, unknown)
+}
+
+/// Tokens of 5 to 10 hex digits, a dot and 1 to 3 digits, standing alone.
+fn id_like_tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| {
+            let Some((hex, index)) = t.split_once('.') else {
+                return false;
+            };
+            (5..=10).contains(&hex.len())
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                && (1..=3).contains(&index.len())
+                && index.bytes().all(|b| b.is_ascii_digit())
+        })
+        .map(|t| t.to_ascii_lowercase())
+        .collect()
+}
+
+/// The shown id within two edits of `token`, if exactly one is nearest.
+fn nearest(token: &str, shown: &[ChunkId]) -> Option<ChunkId> {
+    let mut best: Option<(usize, ChunkId)> = None;
+    let mut tie = false;
+    for &id in shown {
+        let d = edit_distance(token.as_bytes(), id.to_string().as_bytes());
+        match best {
+            Some((b, _)) if d > b => {}
+            Some((b, _)) if d == b => tie = true,
+            _ => {
+                best = Some((d, id));
+                tie = false;
+            }
+        }
+    }
+    match best {
+        Some((d, id)) if d <= 2 && !tie => Some(id),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(x != y);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +308,26 @@ mod tests {
         );
         assert_eq!(strip_ids("a [0badcafe.1] b"), "a [] b");
         assert_eq!(chunk_ids("ünï [0badcafe.3]"), [id("0badcafe.3")]);
+    }
+    #[test]
+    fn near_miss_ids_are_repaired_only_when_unambiguous() {
+        let shown = [id("e0fe6442.0"), id("6a38dd1c.0"), id("b02e1443.1")];
+        let (matched, unknown) = match_ids(
+            "[0fe6442.0], [6a38dd1c.0] and b02e1443.7 or 12345678.0",
+            &shown,
+        );
+        assert_eq!(
+            matched,
+            [
+                Match::Repaired(id("e0fe6442.0")),
+                Match::Exact(id("6a38dd1c.0")),
+                Match::Repaired(id("b02e1443.1"))
+            ]
+        );
+        assert_eq!(unknown, ["12345678.0"]);
+        // Equally near two shown ids: not guessed.
+        let twins = [id("aaaaaaa1.0"), id("aaaaaaa2.0")];
+        assert_eq!(match_ids("aaaaaaa3.0", &twins).0, []);
+        assert_eq!(edit_distance(b"kitten", b"sitting"), 3);
     }
 }

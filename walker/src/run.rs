@@ -12,7 +12,7 @@ use crate::control::Control;
 use crate::event::{Event, Sink};
 use crate::passages;
 use crate::prompt;
-use crate::reply::{self, Reply};
+use crate::reply::{self, Match, Reply};
 use crate::strategy::{Env, Strategy, StrategyError};
 use crate::trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};
 
@@ -293,16 +293,22 @@ impl<'a> Run<'a> {
         self.control = control;
         let completion = completion?;
         let reply = reply::parse(&completion.text);
+        let (matched, unknown) = reply::match_ids(&completion.text, &shown);
         let mut citations = Vec::new();
-        for &id in &reply.cited {
-            if shown.contains(&id) {
-                citations.push(id);
-            } else {
+        for m in matched {
+            if let Match::Repaired(id) = m {
                 self.note(
                     cycle,
-                    format!("the answer cites {id}, a passage it was not shown; citation dropped"),
+                    format!("the answer cites a near miss of {id}'s id, read as {id}"),
                 );
             }
+            citations.push(m.id());
+        }
+        for token in unknown {
+            self.note(
+                cycle,
+                format!("the answer cites {token}, a passage it was not shown; citation dropped"),
+            );
         }
         Ok(Answered {
             reply,

@@ -60,6 +60,9 @@ pub struct Fact {
     /// The source is a chunk the model was shown; untrusted facts are kept for the record but
     /// never used as evidence.
     pub trusted: bool,
+    /// The source was a near miss of the chunk's id (a digit dropped or swapped), read as it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repaired: bool,
 }
 
 /// Where to look next, and what should be there.

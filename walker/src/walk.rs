@@ -15,7 +15,7 @@ use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
 use crate::passages;
 use crate::prompt;
-use crate::reply;
+use crate::reply::{self, Match};
 use crate::run::Run;
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::{Descriptor, Fact, RetrievedChunk, Step};
@@ -201,7 +201,7 @@ impl Walk {
             },
             ..ChatRequest::default()
         };
-        let shown: HashSet<ChunkId> = run.read().iter().copied().collect();
+        let shown: Vec<ChunkId> = run.read().to_vec();
         let mut reader = Reader::new();
         let mut items: Vec<Item> = Vec::new();
         let mut parsed: Vec<Event> = Vec::new();
@@ -340,22 +340,25 @@ impl Walk {
     }
 }
 
-/// The event of a parsed item; facts are trusted when their source is a chunk in `shown`.
-fn event_of(item: &Item, cycle: usize, shown: &HashSet<ChunkId>) -> Option<Event> {
+/// The event of a parsed item; facts are trusted when their source is a chunk in `shown`
+/// (or a near miss of exactly one, see [`reply::match_ids`]).
+fn event_of(item: &Item, cycle: usize, shown: &[ChunkId]) -> Option<Event> {
     match item {
         Item::Fact {
             fact,
             relevance,
             source,
         } => {
-            let chunk_id = reply::chunk_ids(source).into_iter().next();
+            let (matched, _) = reply::match_ids(source, shown);
+            let first = matched.first().copied();
             Some(Event::Fact(Fact {
                 cycle,
                 fact: fact.clone(),
                 relevance: relevance.clone(),
                 source: source.clone(),
-                chunk_id,
-                trusted: chunk_id.is_some_and(|id| shown.contains(&id)),
+                chunk_id: first.map(Match::id),
+                trusted: first.is_some(),
+                repaired: matches!(first, Some(Match::Repaired(_))),
             }))
         }
         Item::NextSource {

@@ -307,11 +307,14 @@ fn hints_are_searched_and_shown() {
 fn malformed_output_is_salvaged_and_untrusted_sources_are_flagged() {
     let t = test_index();
     let d1 = chunk_of(&t.index, "d1");
+    // The id with its first digit dropped, as small models write it now and then.
+    let near = &d1.to_string()[1..];
     let model = ScriptedChatModel::new(vec![
         reply(format!(
             "Sure! Here are the facts:\n```json\n{{\"fact\": \"Velmora's mayor is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"[{d1}]\",}}\n\
              {{\"fact\": \"Kessel is far away.\", \"relevance\": \"r\", \"source\": \"0badcafe.9\"}}\n```\n\
              | fact | relevance | source |\n|---|---|---|\n| Ilsa Brandt is an engineer. | r | {d1} |\n\
+             {{\"fact\": \"Velmora is a river town.\", \"relevance\": \"r\", \"source\": \"{near}\"}}\n\
              {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"birthpl"
         )),
         reply("{\"sufficient\": true}".into()),
@@ -327,8 +330,13 @@ fn malformed_output_is_salvaged_and_untrusted_sources_are_flagged() {
             _ => None,
         })
         .collect();
-    assert_eq!(facts.len(), 3);
+    assert_eq!(facts.len(), 4);
     assert!(facts[0].trusted && facts[2].trusted);
+    assert!(
+        facts[3].trusted && facts[3].repaired,
+        "a near miss of a shown id is read as it"
+    );
+    assert_eq!(facts[3].chunk_id, Some(d1));
     assert!(!facts[1].trusted, "0badcafe.9 was never shown");
     assert!(
         events
