@@ -10,10 +10,40 @@ pub struct Control {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     stop: AtomicBool,
     hints: Mutex<Vec<String>>,
+    pause: Mutex<Option<PauseFn>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("stop", &self.stop)
+            .field("hints", &self.hints)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Called after each cycle with what the cycle found; says how to go on.
+pub type PauseFn = Box<dyn FnMut(&CycleReport<'_>) -> Steer + Send>;
+
+/// What a cycle found, for a pause.
+pub struct CycleReport<'a> {
+    pub cycle: usize,
+    pub facts: &'a [crate::Fact],
+    pub descriptors: &'a [crate::Descriptor],
+}
+
+/// How to go on after a pause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Steer {
+    Continue,
+    /// Search for this too, and show it to the model, in the next cycle.
+    Hint(String),
+    /// Stop looking and answer from what was found.
+    Stop,
 }
 
 impl Control {
@@ -39,6 +69,25 @@ impl Control {
             .lock()
             .expect("hints lock")
             .push(text.into());
+    }
+
+    /// Pauses the walk after each cycle (`walkrag ask --interactive`): `pause` sees what the
+    /// cycle found and steers.
+    pub fn pause_with(&self, pause: PauseFn) {
+        *self.inner.pause.lock().expect("pause lock") = Some(pause);
+    }
+
+    /// Runs the pause, if one is set, and applies its steer.
+    pub(crate) fn pause(&self, report: &CycleReport<'_>) {
+        let steer = match self.inner.pause.lock().expect("pause lock").as_mut() {
+            Some(pause) => pause(report),
+            None => return,
+        };
+        match steer {
+            Steer::Continue => {}
+            Steer::Hint(text) => self.hint(text),
+            Steer::Stop => self.stop(),
+        }
     }
 
     /// The hints given since the last call.

@@ -26,7 +26,7 @@ mod walk;
 pub mod testing;
 
 pub use answer::{Answer, Cost, Termination};
-pub use control::Control;
+pub use control::{Control, CycleReport, PauseFn, Steer};
 pub use event::{Event, Sink};
 pub use single::Single;
 pub use strategy::{

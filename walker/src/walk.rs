@@ -10,7 +10,7 @@ use walkrag_core::{ChatRequest, Message, Sampling};
 use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
-use crate::control::Control;
+use crate::control::{Control, CycleReport};
 use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
 use crate::passages;
@@ -96,6 +96,10 @@ impl Walk {
         let mut run = Run::new(self, question, env, sink);
         run.control = self.control.clone();
         let mut facts: Vec<Fact> = Vec::new();
+        // Hints (given before the walk or at a pause) are shown to the model in the next read
+        // and searched for after it, ahead of the model's own descriptors.
+        let mut hints_to_show: Vec<String> = self.control.take_hints();
+        let mut hints_to_search: Vec<String> = hints_to_show.clone();
         let mut cycle = 1;
         run.emit(Event::Cycle { cycle });
         let first = run.retrieve(cycle, question, self.k, true)?;
@@ -105,8 +109,23 @@ impl Walk {
         } else {
             loop {
                 run.mark_read(&new);
-                let verdict = self.read(&mut run, cycle, question, &facts, &new).await?;
-                let (cycle_facts, descriptors, sufficient) = verdict;
+                let hints = std::mem::take(&mut hints_to_show);
+                let verdict = self
+                    .read(&mut run, cycle, question, &facts, &new, &hints)
+                    .await?;
+                let (cycle_facts, mut descriptors, sufficient) = verdict;
+                run.control.pause(&CycleReport {
+                    cycle,
+                    facts: &cycle_facts,
+                    descriptors: &descriptors,
+                });
+                for hint in run.control.take_hints() {
+                    hints_to_show.push(hint.clone());
+                    hints_to_search.push(hint);
+                }
+                for hint in hints_to_search.drain(..).rev() {
+                    descriptors.insert(0, hint_descriptor(cycle, hint));
+                }
                 facts.extend(cycle_facts);
                 if let Some(reason) = self.should_stop(&run, cycle, sufficient, &descriptors) {
                     break reason;
@@ -170,6 +189,7 @@ impl Walk {
         question: &str,
         facts: &[Fact],
         new: &[ChunkId],
+        hints: &[String],
     ) -> Result<(Vec<Fact>, Vec<Descriptor>, Option<bool>), StrategyError> {
         let known = facts_text(facts);
         // No "none yet" placeholder when there are no facts: small models cite it as a source.
@@ -178,7 +198,6 @@ impl Walk {
         } else {
             format!("\nFacts found so far:\n{known}\n")
         };
-        let hints = run.control.take_hints();
         let mut user = prompt::render(
             prompt::READ_USER,
             &[
@@ -187,7 +206,7 @@ impl Walk {
                 ("passages", &passages::render(run.env.index, new)),
             ],
         );
-        for hint in &hints {
+        for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
         let request = ChatRequest {
@@ -267,16 +286,6 @@ impl Walk {
                     run.trace.steps.push(Step::Unread { cycle, text });
                 }
             }
-        }
-        for hint in hints {
-            descriptors.insert(
-                0,
-                Descriptor {
-                    cycle,
-                    next_source: hint,
-                    expected_info: String::new(),
-                },
-            );
         }
         Ok((new_facts, descriptors, sufficient))
     }
@@ -370,6 +379,15 @@ fn event_of(item: &Item, cycle: usize, shown: &[ChunkId]) -> Option<Event> {
             expected_info: expected_info.clone(),
         })),
         Item::Sufficient(_) | Item::Skipped(_) => None,
+    }
+}
+
+/// A hint searched for like a descriptor.
+fn hint_descriptor(cycle: usize, hint: String) -> Descriptor {
+    Descriptor {
+        cycle,
+        next_source: hint,
+        expected_info: String::new(),
     }
 }
 

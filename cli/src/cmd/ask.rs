@@ -11,7 +11,9 @@ use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::passages::describe;
-use walkrag_walker::{by_name, Answer, Control, Env, Event, Options, SearchParams, Trace};
+use walkrag_walker::{
+    by_name, Answer, Control, CycleReport, Env, Event, Options, SearchParams, Steer, Trace,
+};
 
 /// Ask a question of the indexed documents.
 ///
@@ -51,6 +53,10 @@ pub struct Args {
     /// Most retrieval cycles (multi-cycle strategies).
     #[arg(long)]
     max_cycles: Option<usize>,
+    /// Pause after each walk cycle: Enter goes on, a line of text is a hint (searched for
+    /// and shown to the model next), "s" stops and answers.
+    #[arg(long)]
+    interactive: bool,
     /// One JSON event per line; the last line is the answer.
     #[arg(long)]
     json: bool,
@@ -119,6 +125,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact: args.exact,
         },
     };
+    if args.interactive {
+        control.pause_with(Box::new(ask_how_to_go_on));
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.spawn(stop_on_ctrl_c(control));
     let answer = if args.json {
@@ -167,6 +176,26 @@ async fn stop_on_ctrl_c(control: Control) {
     control.stop();
     if tokio::signal::ctrl_c().await.is_ok() {
         std::process::exit(130);
+    }
+}
+
+/// `--interactive`: after a cycle, asks on stderr how to go on and reads the reply from stdin.
+fn ask_how_to_go_on(report: &CycleReport<'_>) -> Steer {
+    eprint!(
+        "cycle {}: {} facts, {} places to look. Enter: go on · text: a hint · s: stop and answer > ",
+        report.cycle,
+        report.facts.len(),
+        report.descriptors.len()
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        return Steer::Continue;
+    }
+    match line.trim() {
+        "" => Steer::Continue,
+        "s" | "stop" => Steer::Stop,
+        hint => Steer::Hint(hint.to_string()),
     }
 }
 

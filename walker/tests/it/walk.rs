@@ -7,7 +7,9 @@ use walkrag_walker::graph::{EdgeKind, Graph, NodeKind};
 use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
 };
-use walkrag_walker::{html, Answer, Control, Event, Step, Strategy, Termination, Walk};
+use walkrag_walker::{
+    html, Answer, Control, CycleReport, Event, Steer, Step, Strategy, Termination, Walk,
+};
 
 const QUESTION: &str = "Velmora mayor: which town or village was the mayor born in?";
 
@@ -372,4 +374,42 @@ fn read_prompt_snapshot() {
     );
     let request = &model.requests.lock().unwrap()[0];
     expect_file!["snapshots/read_prompt.txt"].assert_eq(&render_request(request));
+}
+
+#[test]
+fn a_pause_after_each_cycle_can_hint_and_stop() {
+    let control = Control::new();
+    let mut seen = Vec::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    control.pause_with(Box::new(move |report: &CycleReport<'_>| {
+        tx.send((report.cycle, report.descriptors.len())).unwrap();
+        match report.cycle {
+            1 => Steer::Hint("cheese market".into()),
+            _ => Steer::Stop,
+        }
+    }));
+    let strategy = Walk { control, ..walk(5) };
+    let asks = "{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"birthplace\"}";
+    let (answer, events, model) = run(
+        &strategy,
+        vec![
+            reply(asks.into()),
+            reply(asks.into()),
+            reply("Answer: Kessel".into()),
+        ],
+    );
+    seen.extend(rx.try_iter());
+    assert_eq!(seen, [(1, 1), (2, 1)]);
+    assert_eq!(answer.termination, Termination::Stopped);
+    assert_eq!(answer.cycles, 2);
+    let queries: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Retrieved { query, .. } => Some(query.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(queries[1], "cheese market", "the hint is searched first");
+    let second_read = &model.requests.lock().unwrap()[1].messages[1].content;
+    assert!(second_read.contains("A hint from the user: cheese market"));
 }
