@@ -188,24 +188,40 @@ pub fn match_ids(text: &str, shown: &[ChunkId]) -> (Vec<Match>, Vec<String>) {
     for token in id_like_tokens(text) {
         let found = match ChunkId::parse(&token).filter(|id| shown.contains(id)) {
             Some(id) => Some(Match::Exact(id)),
-            None => nearest(&token, shown).map(Match::Repaired),
+            None if token.contains('.') => nearest(&token, shown).map(Match::Repaired),
+            // A section id without its chunk number: the one shown chunk of that section.
+            None => {
+                let of_section: Vec<ChunkId> = shown
+                    .iter()
+                    .copied()
+                    .filter(|id| {
+                        edit_distance(token.as_bytes(), id.section.to_string().as_bytes()) <= 1
+                    })
+                    .collect();
+                (of_section.len() == 1).then(|| Match::Repaired(of_section[0]))
+            }
         };
         match found {
             Some(m) if !matched.iter().any(|x| x.id() == m.id()) => matched.push(m),
             Some(_) => {}
-            None => unknown.push(token),
+            None if token.contains('.') => unknown.push(token),
+            None => {}
         }
     }
     (matched, unknown)
 }
 
-/// Tokens of 5 to 10 hex digits, a dot and 1 to 3 digits, standing alone.
+/// Tokens of 5 to 10 hex digits, a dot and 1 to 3 digits, standing alone; or of 7 to 9 hex
+/// digits alone, with at least one letter and one digit (a section id without its chunk number).
 fn id_like_tokens(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
         .map(|t| t.trim_end_matches('.'))
         .filter(|t| {
             let Some((hex, index)) = t.split_once('.') else {
-                return false;
+                return (7..=9).contains(&t.len())
+                    && t.bytes().all(|b| b.is_ascii_hexdigit())
+                    && t.bytes().any(|b| b.is_ascii_digit())
+                    && t.bytes().any(|b| b.is_ascii_alphabetic());
             };
             (5..=10).contains(&hex.len())
                 && hex.bytes().all(|b| b.is_ascii_hexdigit())
@@ -325,6 +341,13 @@ mod tests {
             ]
         );
         assert_eq!(unknown, ["12345678.0"]);
+        // A section id without its chunk number names the one shown chunk of that section.
+        assert_eq!(
+            match_ids("(6a38dd1c)", &shown).0,
+            [Match::Repaired(id("6a38dd1c.0"))]
+        );
+        // Other hex-looking words are neither matched nor reported.
+        assert_eq!(match_ids("deadbee1 and 19711971", &shown), (vec![], vec![]));
         // Equally near two shown ids: not guessed.
         let twins = [id("aaaaaaa1.0"), id("aaaaaaa2.0")];
         assert_eq!(match_ids("aaaaaaa3.0", &twins).0, []);
