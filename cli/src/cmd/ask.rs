@@ -41,8 +41,8 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single, roam, toc, docs or actions.
-    #[arg(long, default_value = "single")]
+    /// Retrieval strategy: walk, single (roam, toc, docs and actions are still to come).
+    #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]

@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long)]
     questions: PathBuf,
     /// Strategies to compare, comma-separated.
-    #[arg(long, default_value = "single", value_delimiter = ',')]
+    #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]

@@ -32,6 +32,8 @@ fn ask_streams_events_and_writes_the_trace() {
         &[
             "ask",
             "Who is the mayor of Velmora?",
+            "--strategy",
+            "single",
             "--model",
             MODEL,
             "-k",
