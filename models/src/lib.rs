@@ -1,5 +1,5 @@
-//! Chat models for walkrag: local GGUF models run with candle ([`LocalModel`]) and, through
-//! `walkrag-openai`, any OpenAI-compatible server. Both implement
+//! Chat models for walkrag: local GGUF models on our own CPU kernels ([`LocalModel`]) and,
+//! through `walkrag-openai`, any OpenAI-compatible server. Both implement
 //! [`walkrag_core::ChatModel`] and stream.
 
 mod channel;

@@ -1,0 +1,931 @@
+//! 8-bit weights and activations and the integer matrix products on them: weights in Q8_0
+//! blocks (32 values, one scale each) with rows interleaved four at a time so that one pass
+//! over the weights serves several tokens; AVX2 kernels with a scalar fallback of the same
+//! arithmetic.
+
+/// Values per block, as in GGUF's Q8_0.
+pub const QK: usize = 32;
+/// Weight rows interleaved together: the kernels produce four outputs per token at a time.
+pub const GROUP: usize = 4;
+/// Bytes of a GGUF Q8_0 block (f16 scale, 32 signed bytes).
+pub const Q8_0_BYTES: usize = 34;
+/// Bytes of a GGUF Q5_0 block (f16 scale, 32 high bits, 32 low nibbles).
+pub const Q5_0_BYTES: usize = 22;
+/// Bytes of a GGUF Q4_1 block (f16 scale, f16 minimum, 32 nibbles).
+pub const Q4_1_BYTES: usize = 20;
+
+/// How a matrix stores its blocks. Within one block of one group of rows:
+/// - `Q8`: four f16 scales, then four rows of 32 signed bytes; value `d * q`.
+/// - `Q4`: four f16 scales, four f16 offsets, four rows of 16 bytes of nibbles (values
+///   0..16 first, then 16..32, as in GGUF); value `d * q + m`. From Q4_1, exactly.
+/// - `Q5`: as `Q4` with a fifth bit per value, four u32 after the offsets. From Q5_0
+///   (offset `-16 d`), exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Q8,
+    Q4,
+    Q5,
+}
+
+impl Kind {
+    fn group_block(self) -> usize {
+        match self {
+            Kind::Q8 => 2 * GROUP + GROUP * QK,
+            Kind::Q4 => 4 * GROUP + GROUP * QK / 2,
+            Kind::Q5 => 8 * GROUP + GROUP * QK / 2,
+        }
+    }
+
+    /// Where the rows' values start in a group block.
+    fn quants(self) -> usize {
+        match self {
+            Kind::Q8 => 2 * GROUP,
+            Kind::Q4 => 4 * GROUP,
+            Kind::Q5 => 8 * GROUP,
+        }
+    }
+}
+
+/// A weight matrix `rows × cols` (outputs × inputs) in blocks of 32 values, rows
+/// interleaved by [`GROUP`] (the last group padded with zero rows).
+pub struct QMatrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub kind: Kind,
+    data: Vec<u8>,
+}
+
+impl QMatrix {
+    /// Lays out GGUF blocks of `block_bytes` each, row after row: `fill(src, dst, lane)`
+    /// copies one source block into its place in a group block.
+    fn build(
+        rows: usize,
+        cols: usize,
+        kind: Kind,
+        raw: &[u8],
+        block_bytes: usize,
+        fill: impl Fn(&[u8], &mut [u8], usize),
+    ) -> Self {
+        assert_eq!(cols % QK, 0, "rows of {cols} values are not whole blocks");
+        let nb = cols / QK;
+        assert_eq!(raw.len(), rows * nb * block_bytes);
+        let gb = kind.group_block();
+        let mut data = vec![0u8; rows.div_ceil(GROUP) * nb * gb];
+        for r in 0..rows {
+            let (g, lane) = (r / GROUP, r % GROUP);
+            for b in 0..nb {
+                let src = &raw[(r * nb + b) * block_bytes..][..block_bytes];
+                fill(src, &mut data[(g * nb + b) * gb..][..gb], lane);
+            }
+        }
+        Self {
+            rows,
+            cols,
+            kind,
+            data,
+        }
+    }
+
+    /// From GGUF Q8_0 blocks, row after row.
+    pub fn from_q8_0(rows: usize, cols: usize, raw: &[u8]) -> Self {
+        Self::build(rows, cols, Kind::Q8, raw, Q8_0_BYTES, |src, dst, lane| {
+            dst[2 * lane..2 * lane + 2].copy_from_slice(&src[..2]);
+            dst[2 * GROUP + lane * QK..][..QK].copy_from_slice(&src[2..]);
+        })
+    }
+
+    /// From GGUF Q4_1 blocks, row after row. Exact, but unused by the loader for now: see
+    /// `Tensors::stacked`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn from_q4_1(rows: usize, cols: usize, raw: &[u8]) -> Self {
+        Self::build(rows, cols, Kind::Q4, raw, Q4_1_BYTES, |src, dst, lane| {
+            dst[2 * lane..2 * lane + 2].copy_from_slice(&src[..2]);
+            dst[2 * GROUP + 2 * lane..][..2].copy_from_slice(&src[2..4]);
+            dst[4 * GROUP + lane * QK / 2..][..QK / 2].copy_from_slice(&src[4..]);
+        })
+    }
+
+    /// From GGUF Q5_0 blocks, row after row.
+    pub fn from_q5_0(rows: usize, cols: usize, raw: &[u8]) -> Self {
+        Self::build(rows, cols, Kind::Q5, raw, Q5_0_BYTES, |src, dst, lane| {
+            let d = f16_to_f32(u16::from_le_bytes([src[0], src[1]]));
+            dst[2 * lane..2 * lane + 2].copy_from_slice(&src[..2]);
+            // -16 d is exact in f16: a power-of-two multiple.
+            dst[2 * GROUP + 2 * lane..][..2].copy_from_slice(&f32_to_f16(-16.0 * d).to_le_bytes());
+            dst[4 * GROUP + 4 * lane..][..4].copy_from_slice(&src[2..6]);
+            dst[8 * GROUP + lane * QK / 2..][..QK / 2].copy_from_slice(&src[6..]);
+        })
+    }
+
+    /// From f32 values, row after row, rounded as GGUF's Q8_0 quantizer does.
+    #[cfg(test)]
+    pub fn from_f32(rows: usize, cols: usize, values: &[f32]) -> Self {
+        assert_eq!(values.len(), rows * cols);
+        Self::from_q8_0(rows, cols, &quantize_q8_0(values))
+    }
+
+    fn blocks(&self) -> usize {
+        self.cols / QK
+    }
+
+    fn groups(&self) -> usize {
+        self.rows.div_ceil(GROUP)
+    }
+
+    fn group_bytes(&self) -> usize {
+        self.blocks() * self.kind.group_block()
+    }
+
+    /// Row `r` as f32 values (an embedding lookup).
+    pub fn row(&self, r: usize, out: &mut [f32]) {
+        let (g, lane, nb) = (r / GROUP, r % GROUP, self.blocks());
+        let gb = self.kind.group_block();
+        let mut q = [0i32; QK];
+        for (b, out) in out.chunks_exact_mut(QK).enumerate() {
+            let blk = &self.data[(g * nb + b) * gb..][..gb];
+            let (d, m) = self.block(blk, lane, &mut q);
+            for (o, &q) in out.iter_mut().zip(&q) {
+                *o = d * q as f32 + m;
+            }
+        }
+    }
+
+    /// The scale, offset and values of row `lane` in a group block.
+    fn block(&self, blk: &[u8], lane: usize, q: &mut [i32; QK]) -> (f32, f32) {
+        let f16 = |i: usize| f16_to_f32(u16::from_le_bytes([blk[i], blk[i + 1]]));
+        let d = f16(2 * lane);
+        let start = self.kind.quants();
+        match self.kind {
+            Kind::Q8 => {
+                for (q, &v) in q.iter_mut().zip(&blk[start + lane * QK..][..QK]) {
+                    *q = v as i8 as i32;
+                }
+                (d, 0.0)
+            }
+            Kind::Q4 | Kind::Q5 => {
+                let nibbles = &blk[start + lane * QK / 2..][..QK / 2];
+                let high = if self.kind == Kind::Q5 {
+                    let h = &blk[4 * GROUP + 4 * lane..][..4];
+                    u32::from_le_bytes([h[0], h[1], h[2], h[3]])
+                } else {
+                    0
+                };
+                for j in 0..QK / 2 {
+                    q[j] = (nibbles[j] & 0xf) as i32 | (((high >> j) & 1) << 4) as i32;
+                    q[j + 16] = (nibbles[j] >> 4) as i32 | (((high >> (j + 16)) & 1) << 4) as i32;
+                }
+                (d, f16(2 * GROUP + 2 * lane))
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// GGUF Q8_0 blocks of `values` (a whole number of blocks), rounded as GGUF's quantizer does.
+pub fn quantize_q8_0(values: &[f32]) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(values.len() / QK * Q8_0_BYTES);
+    for block in values.chunks_exact(QK) {
+        let amax = block.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        raw.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        raw.extend(block.iter().map(|x| (x * id).round() as i8 as u8));
+    }
+    raw
+}
+
+/// Q5_0 blocks to Q8_0 blocks with the same f16 scale: value `j` is `d * (q - 16)` in both,
+/// so the conversion is exact.
+pub fn q5_0_to_q8_0(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len() / Q5_0_BYTES * Q8_0_BYTES);
+    for block in src.chunks_exact(Q5_0_BYTES) {
+        let (d, rest) = block.split_at(2);
+        let (qh, qs) = rest.split_at(4);
+        let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
+        out.extend_from_slice(d);
+        let mut values = [0u8; 32];
+        for j in 0..16 {
+            let high_lo = (((qh >> j) << 4) & 0x10) as u8;
+            let high_hi = ((qh >> (j + 12)) & 0x10) as u8;
+            values[j] = (((qs[j] & 0x0f) | high_lo) as i8 - 16) as u8;
+            values[j + 16] = (((qs[j] >> 4) | high_hi) as i8 - 16) as u8;
+        }
+        out.extend_from_slice(&values);
+    }
+    out
+}
+
+/// Activations of `tokens` tokens quantized to Q8_0 (scales as f32), ready for [`matmul`].
+#[derive(Default)]
+pub struct Q8Acts {
+    pub tokens: usize,
+    pub cols: usize,
+    scales: Vec<f32>,
+    /// Per block, `scale * Σ values`: what a weight offset multiplies.
+    sums: Vec<f32>,
+    quants: Vec<i8>,
+}
+
+impl Q8Acts {
+    /// Makes room for `tokens × cols` values (no allocation once large enough).
+    pub fn reset(&mut self, tokens: usize, cols: usize) {
+        assert_eq!(cols % QK, 0);
+        self.tokens = tokens;
+        self.cols = cols;
+        self.scales.resize(tokens * cols / QK, 0.0);
+        self.sums.resize(tokens * cols / QK, 0.0);
+        self.quants.resize(tokens * cols, 0);
+    }
+
+    /// A handle through which threads quantize distinct tokens at once.
+    pub fn writer(&mut self) -> ActsWriter {
+        ActsWriter {
+            cols: self.cols,
+            scales: self.scales.as_mut_ptr(),
+            sums: self.sums.as_mut_ptr(),
+            quants: self.quants.as_mut_ptr(),
+        }
+    }
+
+    /// Quantizes all of `x` on the calling thread.
+    pub fn quantize(&mut self, x: &[f32]) {
+        quantize_row(x, &mut self.scales, &mut self.sums, &mut self.quants);
+    }
+}
+
+/// Raw access to a [`Q8Acts`] for quantizing token ranges from several threads.
+pub struct ActsWriter {
+    cols: usize,
+    scales: *mut f32,
+    sums: *mut f32,
+    quants: *mut i8,
+}
+
+// SAFETY: threads write disjoint token ranges (the contract of `quantize`).
+unsafe impl Send for ActsWriter {}
+unsafe impl Sync for ActsWriter {}
+
+impl ActsWriter {
+    /// Quantizes `x`, whole tokens (`cols` values each), into tokens `t0..`.
+    ///
+    /// # Safety
+    /// The tokens must lie within the [`Q8Acts`] this came from, which must outlive the call
+    /// and not be otherwise used meanwhile; no other thread may quantize the same tokens.
+    pub unsafe fn quantize(&self, x: &[f32], t0: usize) {
+        let nb = self.cols / QK;
+        let n = x.len() / self.cols;
+        // SAFETY: by the contract, these ranges are ours alone.
+        let (scales, sums, quants) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.scales.add(t0 * nb), n * nb),
+                std::slice::from_raw_parts_mut(self.sums.add(t0 * nb), n * nb),
+                std::slice::from_raw_parts_mut(self.quants.add(t0 * self.cols), n * self.cols),
+            )
+        };
+        quantize_row(x, scales, sums, quants);
+    }
+}
+
+/// Q8_0 quantization of activations as llama.cpp does it: scale `amax / 127` rounded to f16,
+/// values `x * 127 / amax` rounded to nearest.
+fn quantize_row(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut [i8]) {
+    for (((block, d_out), sum_out), q) in x
+        .chunks_exact(QK)
+        .zip(scales.iter_mut())
+        .zip(sums.iter_mut())
+        .zip(quants.chunks_exact_mut(QK))
+    {
+        let amax = block.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        *d_out = f16_to_f32(f32_to_f16(amax / 127.0));
+        for (q, &x) in q.iter_mut().zip(block) {
+            // Round to nearest even without a libm call: adding 1.5 * 2^23 leaves the integer
+            // in the low mantissa bits.
+            let r = x * id + 12_582_912.0;
+            *q = (r.to_bits() as i32 - 0x4b40_0000) as i8;
+        }
+        *sum_out = *d_out * q.iter().map(|&q| q as i32).sum::<i32>() as f32;
+    }
+}
+
+/// `out[t * ldo + r] = Σ_k w[r, k] · a[t, k]` for the rows of groups `g0..g1` and every token
+/// of `a`. Threads may compute disjoint group ranges of one product into one buffer.
+///
+/// # Safety
+/// `out` must hold `a.tokens` rows of `ldo >= w.rows` values, and no other thread may touch
+/// the entries written here.
+pub unsafe fn matmul(w: &QMatrix, a: &Q8Acts, g0: usize, g1: usize, out: *mut f32, ldo: usize) {
+    assert_eq!(w.cols, a.cols);
+    assert!(g1 <= w.groups() && ldo >= w.rows);
+    #[cfg(target_arch = "x86_64")]
+    if simd() {
+        // SAFETY: the CPU has the features; bounds as checked above.
+        unsafe { avx2::matmul(w, a, g0, g1, out, ldo) };
+        return;
+    }
+    unsafe { matmul_scalar(w, a, g0, g1, out, ldo) }
+}
+
+/// Groups of rows of `w`, the unit of work split across threads.
+pub fn groups(w: &QMatrix) -> usize {
+    w.groups()
+}
+
+/// Whether the AVX2 kernels run on this CPU.
+pub fn simd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static SIMD: OnceLock<bool> = OnceLock::new();
+        *SIMD.get_or_init(|| {
+            std::env::var_os("WALKRAG_NO_SIMD").is_none()
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The scalar kernel: the same sums as the SIMD one, in another order.
+///
+/// # Safety
+/// As [`matmul`].
+pub unsafe fn matmul_scalar(
+    w: &QMatrix,
+    a: &Q8Acts,
+    g0: usize,
+    g1: usize,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let nb = w.blocks();
+    let gb = w.kind.group_block();
+    let mut q = [0i32; QK];
+    for t in 0..a.tokens {
+        let aq = &a.quants[t * a.cols..][..a.cols];
+        let ad = &a.scales[t * nb..][..nb];
+        let asum = &a.sums[t * nb..][..nb];
+        for g in g0..g1 {
+            let mut acc = [0f32; GROUP];
+            for b in 0..nb {
+                let blk = &w.data[(g * nb + b) * gb..][..gb];
+                let x = &aq[b * QK..][..QK];
+                for (lane, acc) in acc.iter_mut().enumerate() {
+                    let (d, m) = w.block(blk, lane, &mut q);
+                    let sum: i32 = q.iter().zip(x).map(|(&w, &x)| w * x as i32).sum();
+                    *acc += d * ad[b] * sum as f32 + m * asum[b];
+                }
+            }
+            for (lane, acc) in acc.into_iter().enumerate() {
+                let r = g * GROUP + lane;
+                if r < w.rows {
+                    // SAFETY: within the caller's buffer, by the contract.
+                    unsafe { *out.add(t * ldo + r) = acc };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Tokens per tile: each loaded weight block is used this many times.
+    const TILE: usize = 4;
+    /// Groups per cache chunk: the chunk of weights stays in L2 while all tokens pass.
+    const CHUNK_BYTES: usize = 192 * 1024;
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn matmul(
+        w: &QMatrix,
+        a: &Q8Acts,
+        g0: usize,
+        g1: usize,
+        out: *mut f32,
+        ldo: usize,
+    ) {
+        let chunk = (CHUNK_BYTES / w.group_bytes()).max(1);
+        let mut c0 = g0;
+        while c0 < g1 {
+            let c1 = (c0 + chunk).min(g1);
+            let mut t0 = 0;
+            while t0 < a.tokens {
+                let n = (a.tokens - t0).min(TILE);
+                for g in c0..c1 {
+                    // SAFETY: g < groups and t0 + n <= tokens; the caller owns the outputs.
+                    unsafe {
+                        match (w.kind, n) {
+                            (Kind::Q8, 4) => tile::<4>(w, a, g, t0, out, ldo),
+                            (Kind::Q8, 3) => tile::<3>(w, a, g, t0, out, ldo),
+                            (Kind::Q8, 2) => tile::<2>(w, a, g, t0, out, ldo),
+                            (Kind::Q8, _) => tile::<1>(w, a, g, t0, out, ldo),
+                            (Kind::Q4, 4) => tile_u::<4, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4, 3) => tile_u::<3, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4, 2) => tile_u::<2, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4, _) => tile_u::<1, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q5, 4) => tile_u::<4, true>(w, a, g, t0, out, ldo),
+                            (Kind::Q5, 3) => tile_u::<3, true>(w, a, g, t0, out, ldo),
+                            (Kind::Q5, 2) => tile_u::<2, true>(w, a, g, t0, out, ldo),
+                            (Kind::Q5, _) => tile_u::<1, true>(w, a, g, t0, out, ldo),
+                        }
+                    }
+                }
+                t0 += n;
+            }
+            c0 = c1;
+        }
+    }
+
+    /// Four rows (group `g`) times `N` tokens from `t0`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn tile<const N: usize>(
+        w: &QMatrix,
+        a: &Q8Acts,
+        g: usize,
+        t0: usize,
+        out: *mut f32,
+        ldo: usize,
+    ) {
+        let nb = w.blocks();
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_setzero_ps(); N];
+        const GB: usize = 2 * GROUP + GROUP * QK;
+        let wp = unsafe { w.data.as_ptr().add(g * nb * GB) };
+        let aq = unsafe { a.quants.as_ptr().add(t0 * a.cols) };
+        let ad = unsafe { a.scales.as_ptr().add(t0 * nb) };
+        for b in 0..nb {
+            // SAFETY: block b of group g lies in `data`; tokens t0..t0+N in `a`.
+            unsafe {
+                let blk = wp.add(b * GB);
+                let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
+                let d = _mm256_set_m128(d, d);
+                let q = blk.add(2 * GROUP);
+                let w0 = _mm256_loadu_si256(q as *const __m256i);
+                let w1 = _mm256_loadu_si256(q.add(QK) as *const __m256i);
+                let w2 = _mm256_loadu_si256(q.add(2 * QK) as *const __m256i);
+                let w3 = _mm256_loadu_si256(q.add(3 * QK) as *const __m256i);
+                let u0 = _mm256_sign_epi8(w0, w0);
+                let u1 = _mm256_sign_epi8(w1, w1);
+                let u2 = _mm256_sign_epi8(w2, w2);
+                let u3 = _mm256_sign_epi8(w3, w3);
+                for (t, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_loadu_si256(aq.add(t * a.cols + b * QK) as *const __m256i);
+                    let p0 =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(x, w0)), ones);
+                    let p1 =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(u1, _mm256_sign_epi8(x, w1)), ones);
+                    let p2 =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(u2, _mm256_sign_epi8(x, w2)), ones);
+                    let p3 =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(u3, _mm256_sign_epi8(x, w3)), ones);
+                    // Lanes: rows 0..4 of the first half of the sums, then of the second.
+                    let s = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+                    let scale = _mm256_mul_ps(d, _mm256_broadcast_ss(&*ad.add(t * nb + b)));
+                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, *acc);
+                }
+            }
+        }
+        // SAFETY: as for this function.
+        unsafe { store(w, &acc, g, t0, out, ldo) };
+    }
+
+    /// Adds the two halves of each token's sums and stores the group's four outputs.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn store(w: &QMatrix, acc: &[__m256], g: usize, t0: usize, out: *mut f32, ldo: usize) {
+        for (t, acc) in acc.iter().enumerate() {
+            let sum = _mm_add_ps(_mm256_castps256_ps128(*acc), _mm256_extractf128_ps(*acc, 1));
+            let r = g * GROUP;
+            // SAFETY: the caller owns these outputs; the padding rows are not stored.
+            unsafe {
+                let dst = out.add((t0 + t) * ldo + r);
+                if r + GROUP <= w.rows {
+                    _mm_storeu_ps(dst, sum);
+                } else {
+                    let mut v = [0f32; 4];
+                    _mm_storeu_ps(v.as_mut_ptr(), sum);
+                    for (lane, v) in v.iter().enumerate().take(w.rows - r) {
+                        *dst.add(lane) = *v;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unsigned 4-bit values (5-bit with `HIGH`), each row's `d * q + m`: the products need
+    /// no sign trick, and the offsets multiply the activations' block sums.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn tile_u<const N: usize, const HIGH: bool>(
+        w: &QMatrix,
+        a: &Q8Acts,
+        g: usize,
+        t0: usize,
+        out: *mut f32,
+        ldo: usize,
+    ) {
+        let nb = w.blocks();
+        let gb = w.kind.group_block();
+        let start = w.kind.quants();
+        let ones = _mm256_set1_epi16(1);
+        let low = _mm256_set1_epi8(0x0f);
+        let fifth = _mm256_set1_epi8(0x10);
+        // Byte i of a broadcast u32 -> byte 8i..8i+8; then one bit per byte.
+        let spread = _mm256_set_epi64x(
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0,
+        );
+        let bit = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
+        let all = _mm256_set1_epi8(-1);
+        let half = _mm256_set1_ps(0.5);
+        let mut acc = [_mm256_setzero_ps(); N];
+        let wp = unsafe { w.data.as_ptr().add(g * nb * gb) };
+        let aq = unsafe { a.quants.as_ptr().add(t0 * a.cols) };
+        let ad = unsafe { a.scales.as_ptr().add(t0 * nb) };
+        let asum = unsafe { a.sums.as_ptr().add(t0 * nb) };
+        for b in 0..nb {
+            // SAFETY: block b of group g lies in `data`; tokens t0..t0+N in `a`.
+            unsafe {
+                let blk = wp.add(b * gb);
+                let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
+                let d = _mm256_set_m128(d, d);
+                let m = _mm_cvtph_ps(_mm_loadl_epi64(blk.add(2 * GROUP) as *const __m128i));
+                // Each offset is added in both halves of the sums: half each.
+                let m = _mm256_mul_ps(_mm256_set_m128(m, m), half);
+                let mut u = [_mm256_setzero_si256(); GROUP];
+                for (lane, u) in u.iter_mut().enumerate() {
+                    let qs = _mm_loadu_si128(blk.add(start + lane * QK / 2) as *const __m128i);
+                    let v = _mm256_set_m128i(_mm_srli_epi16(qs, 4), qs);
+                    *u = _mm256_and_si256(v, low);
+                    if HIGH {
+                        let h = (blk.add(4 * GROUP + 4 * lane) as *const i32).read_unaligned();
+                        let h = _mm256_shuffle_epi8(_mm256_set1_epi32(h), spread);
+                        let h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bit), all);
+                        *u = _mm256_or_si256(*u, _mm256_and_si256(h, fifth));
+                    }
+                }
+                for (t, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_loadu_si256(aq.add(t * a.cols + b * QK) as *const __m256i);
+                    let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[0], x), ones);
+                    let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[1], x), ones);
+                    let p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[2], x), ones);
+                    let p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[3], x), ones);
+                    let s = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+                    let scale = _mm256_mul_ps(d, _mm256_broadcast_ss(&*ad.add(t * nb + b)));
+                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, *acc);
+                    *acc = _mm256_fmadd_ps(m, _mm256_broadcast_ss(&*asum.add(t * nb + b)), *acc);
+                }
+            }
+        }
+        // SAFETY: as for this function.
+        unsafe { store(w, &acc, g, t0, out, ldo) };
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc0 = _mm256_setzero_ps();
+        let mut acc1 = _mm256_setzero_ps();
+        let mut i = 0;
+        // SAFETY: i + 16 <= n on every load.
+        unsafe {
+            while i + 16 <= n {
+                acc0 =
+                    _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc0);
+                acc1 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(pa.add(i + 8)),
+                    _mm256_loadu_ps(pb.add(i + 8)),
+                    acc1,
+                );
+                i += 16;
+            }
+        }
+        let acc = _mm256_add_ps(acc0, acc1);
+        let s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        let mut sum = _mm_cvtss_f32(s);
+        for j in i..n {
+            sum += a[j] * b[j];
+        }
+        sum
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn axpy(y: &mut [f32], alpha: f32, x: &[f32]) {
+        let n = y.len().min(x.len());
+        let (py, px) = (y.as_mut_ptr(), x.as_ptr());
+        let va = _mm256_set1_ps(alpha);
+        let mut i = 0;
+        // SAFETY: i + 8 <= n on every access.
+        unsafe {
+            while i + 8 <= n {
+                let v = _mm256_fmadd_ps(va, _mm256_loadu_ps(px.add(i)), _mm256_loadu_ps(py.add(i)));
+                _mm256_storeu_ps(py.add(i), v);
+                i += 8;
+            }
+        }
+        for j in i..n {
+            y[j] += alpha * x[j];
+        }
+    }
+}
+
+/// `Σ a[i] · b[i]` in f32.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if simd() {
+        // SAFETY: the CPU has the features.
+        return unsafe { avx2::dot(a, b) };
+    }
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
+}
+
+/// `y += alpha · x` in f32.
+pub fn axpy(y: &mut [f32], alpha: f32, x: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd() {
+        // SAFETY: the CPU has the features.
+        return unsafe { avx2::axpy(y, alpha, x) };
+    }
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += alpha * x;
+    }
+}
+
+/// IEEE half to single precision.
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h as u32) & 0x8000) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let mant = (h & 0x3ff) as u32;
+    let bits = match (exp, mant) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: normalise.
+            let shift = m.leading_zeros() - 21;
+            let m = (m << shift) & 0x3ff;
+            sign | ((113 - shift) << 23) | (m << 13)
+        }
+        (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
+        (e, m) => sign | ((e + 112) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// Single to half precision, rounding to nearest even.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let mant = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = mant | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut h = m >> shift;
+        if rest > half || (rest == half && h & 1 == 1) {
+            h += 1;
+        }
+        return sign | h as u16;
+    }
+    let mut h = ((e as u32) << 10) | (mant >> 13);
+    let rest = mant & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1; // may carry into the exponent, which is right
+    }
+    sign | h as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 20001) as f32 / 10000.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn f16_conversions_round_trip() {
+        for h in 0..=u16::MAX {
+            let x = f16_to_f32(h);
+            if x.is_nan() {
+                continue;
+            }
+            assert_eq!(f32_to_f16(x), h, "{h:#x} -> {x}");
+        }
+        assert_eq!(f32_to_f16(1.0 + 1.0 / 4096.0), 0x3c00); // tie to even
+        assert_eq!(f32_to_f16(65520.0), 0x7c00);
+    }
+
+    #[test]
+    fn quantized_rows_dequantize_within_half_a_step() {
+        let (rows, cols) = (6, 64);
+        let v = values(rows * cols, 1);
+        let m = QMatrix::from_f32(rows, cols, &v);
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            m.row(r, &mut row);
+            for (b, block) in v[r * cols..(r + 1) * cols].chunks(QK).enumerate() {
+                let amax = block.iter().fold(0f32, |m, x| m.max(x.abs()));
+                for (j, x) in block.iter().enumerate() {
+                    let got = row[b * QK + j];
+                    assert!((got - x).abs() <= amax / 127.0 * 0.51, "{got} vs {x}");
+                }
+            }
+        }
+    }
+
+    /// Against candle's reading of the same blocks.
+    #[test]
+    fn q5_0_blocks_read_as_candle_reads_them() {
+        use candle_core::quantized::{GgmlDType, QTensor};
+        use candle_core::{Device, Tensor};
+        let device = Device::Cpu;
+        let values: Vec<f32> = (0..256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013)
+            .collect();
+        let source = Tensor::new(values.as_slice(), &device)
+            .and_then(|t| t.reshape((4, 64)))
+            .unwrap();
+        let q5 = QTensor::quantize(&source, GgmlDType::Q5_0).unwrap();
+        let raw = q5.data().unwrap();
+        let want: Vec<f32> = q5
+            .dequantize(&device)
+            .and_then(|t| t.flatten_all())
+            .and_then(|t| t.to_vec1())
+            .unwrap();
+        let as_q8 = QMatrix::from_q8_0(4, 64, &q5_0_to_q8_0(&raw));
+        let as_q5 = QMatrix::from_q5_0(4, 64, &raw);
+        let mut row = vec![0f32; 64];
+        for m in [as_q8, as_q5] {
+            for r in 0..4 {
+                m.row(r, &mut row);
+                assert_eq!(row, want[r * 64..(r + 1) * 64], "{:?}", m.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn q5_0_blocks_convert_to_q8_0_exactly() {
+        // A Q5_0 block with every 5-bit value once: q_j = j.
+        let mut block = vec![0u8; Q5_0_BYTES];
+        block[..2].copy_from_slice(&f32_to_f16(0.5).to_le_bytes());
+        let mut qh = 0u32;
+        for j in 0..16 {
+            let (lo, hi) = (j as u8, (j + 16) as u8);
+            block[6 + j] = (lo & 0xf) | ((hi & 0xf) << 4);
+            qh |= ((lo as u32 >> 4) & 1) << j;
+            qh |= ((hi as u32 >> 4) & 1) << (j + 16);
+        }
+        block[2..6].copy_from_slice(&qh.to_le_bytes());
+        let q8 = q5_0_to_q8_0(&block);
+        let m = QMatrix::from_q8_0(1, 32, &q8);
+        let mut row = vec![0f32; 32];
+        m.row(0, &mut row);
+        let want: Vec<f32> = (0..32).map(|j| 0.5 * (j as f32 - 16.0)).collect();
+        assert_eq!(row, want);
+    }
+
+    fn reference(w: &QMatrix, x: &[f32], tokens: usize) -> Vec<f32> {
+        let mut row = vec![0f32; w.cols];
+        let mut out = vec![0f32; tokens * w.rows];
+        for r in 0..w.rows {
+            w.row(r, &mut row);
+            for t in 0..tokens {
+                out[t * w.rows + r] = row.iter().zip(&x[t * w.cols..]).map(|(a, b)| a * b).sum();
+            }
+        }
+        out
+    }
+
+    fn product(w: &QMatrix, a: &Q8Acts, simd_path: bool) -> Vec<f32> {
+        let mut out = vec![f32::NAN; a.tokens * w.rows];
+        let g = groups(w);
+        // Two halves, as two threads would.
+        for (g0, g1) in [(0, g / 2), (g / 2, g)] {
+            unsafe {
+                if simd_path {
+                    matmul(w, a, g0, g1, out.as_mut_ptr(), w.rows)
+                } else {
+                    matmul_scalar(w, a, g0, g1, out.as_mut_ptr(), w.rows)
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matmul_matches_f32_and_simd_matches_scalar() {
+        for (rows, cols, tokens) in [(8, 32, 1), (12, 96, 3), (10, 64, 7), (64, 256, 9)] {
+            let w = QMatrix::from_f32(rows, cols, &values(rows * cols, 7));
+            let x = values(tokens * cols, 9);
+            let mut a = Q8Acts::default();
+            a.reset(tokens, cols);
+            a.quantize(&x);
+            let scalar = product(&w, &a, false);
+            let fast = product(&w, &a, true);
+            let want = reference(&w, &x, tokens);
+            for ((s, f), r) in scalar.iter().zip(&fast).zip(&want) {
+                assert!((s - f).abs() <= 1e-4 * (1.0 + s.abs()), "{s} vs {f}");
+                // Activations are rounded to 1/254 of each block's largest value.
+                assert!((s - r).abs() <= 0.02 * (cols as f32).sqrt(), "{s} vs {r}");
+            }
+        }
+    }
+
+    /// Random GGUF blocks of `bytes` each, with sane f16 scales (and offsets) at `scales`.
+    fn random_blocks(n: usize, bytes: usize, scales: &[usize], seed: u32) -> Vec<u8> {
+        let v = values(n * bytes, seed);
+        let mut raw: Vec<u8> = v.iter().map(|x| (x * 127.0) as i8 as u8).collect();
+        for (i, block) in raw.chunks_exact_mut(bytes).enumerate() {
+            for (k, &at) in scales.iter().enumerate() {
+                let d = v[i * bytes + k] * 0.01;
+                block[at..at + 2].copy_from_slice(&f32_to_f16(d).to_le_bytes());
+            }
+        }
+        raw
+    }
+
+    #[test]
+    fn four_and_five_bit_matrices_match_f32_and_simd_matches_scalar() {
+        for (rows, cols, tokens) in [(4, 32, 1), (12, 96, 3), (10, 64, 7), (64, 256, 9)] {
+            let n = rows * cols / QK;
+            let q4 = QMatrix::from_q4_1(rows, cols, &random_blocks(n, Q4_1_BYTES, &[0, 2], 5));
+            let q5 = QMatrix::from_q5_0(rows, cols, &random_blocks(n, Q5_0_BYTES, &[0], 6));
+            // Q5_0 values as Q8_0: the same matrix through the 8-bit kernel.
+            let raw5 = random_blocks(n, Q5_0_BYTES, &[0], 6);
+            let q8 = QMatrix::from_q8_0(rows, cols, &q5_0_to_q8_0(&raw5));
+            let mut r5 = vec![0f32; cols];
+            let mut r8 = vec![0f32; cols];
+            for r in 0..rows {
+                q5.row(r, &mut r5);
+                q8.row(r, &mut r8);
+                assert_eq!(r5, r8);
+            }
+            let x = values(tokens * cols, 11);
+            let mut a = Q8Acts::default();
+            a.reset(tokens, cols);
+            a.quantize(&x);
+            for w in [&q4, &q5] {
+                let scalar = product(w, &a, false);
+                let fast = product(w, &a, true);
+                let want = reference(w, &x, tokens);
+                for ((s, f), r) in scalar.iter().zip(&fast).zip(&want) {
+                    assert!(
+                        (s - f).abs() <= 1e-4 * (1.0 + s.abs()),
+                        "{:?}: {s} vs {f}",
+                        w.kind
+                    );
+                    assert!((s - r).abs() <= 0.02 * (cols as f32).sqrt(), "{s} vs {r}");
+                }
+            }
+            let (p5, p8) = (product(&q5, &a, true), product(&q8, &a, true));
+            for (a, b) in p5.iter().zip(&p8) {
+                assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_helpers_match_plain_loops() {
+        let (a, b) = (values(77, 3), values(77, 4));
+        let want: f32 = a.iter().zip(&b).map(|(a, b)| a * b).sum();
+        assert!((dot(&a, &b) - want).abs() < 1e-4);
+        let mut y = a.clone();
+        axpy(&mut y, 0.5, &b);
+        for ((y, a), b) in y.iter().zip(&a).zip(&b) {
+            assert!((y - (a + 0.5 * b)).abs() < 1e-6);
+        }
+    }
+}

@@ -1,0 +1,583 @@
+//! The decoder-only transformer shared by the Qwen2 and Llama families: pre-norm blocks of
+//! grouped-query attention with rotary positions and a SiLU-gated feed-forward, on 8-bit
+//! weights ([`super::quant`]), split across a [`Pool`] of threads.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use candle_core::quantized::gguf_file::Content;
+use candle_core::quantized::GgmlDType;
+use candle_core::Device;
+
+use super::pool::{share, Pool, SyncPtr};
+use super::quant::{self, Q8Acts, QMatrix, Q5_0_BYTES, Q8_0_BYTES, QK};
+use crate::LoadError;
+
+/// How rotary embeddings pair the values of a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rope {
+    /// Value `i` with value `i + head_dim / 2` (GPT-NeoX; Qwen2).
+    Halves,
+    /// Value `2i` with value `2i + 1` (Llama as stored in GGUF).
+    Interleaved,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub layers: usize,
+    pub dim: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub ffn_dim: usize,
+    pub norm_eps: f32,
+    pub rope_base: f32,
+    pub rope: Rope,
+}
+
+impl Config {
+    /// Reads `{arch}.*` hyperparameters.
+    pub fn from_gguf(content: &Content, arch: &str, rope: Rope) -> Result<Self, LoadError> {
+        let u = |key: &str| -> Result<usize, LoadError> {
+            content
+                .metadata
+                .get(&format!("{arch}.{key}"))
+                .and_then(|v| v.to_u32().ok())
+                .map(|v| v as usize)
+                .ok_or_else(|| LoadError::Format(format!("the GGUF has no `{arch}.{key}`")))
+        };
+        let f = |key: &str, default: f32| -> f32 {
+            content
+                .metadata
+                .get(&format!("{arch}.{key}"))
+                .and_then(|v| v.to_f32().ok())
+                .unwrap_or(default)
+        };
+        let (dim, heads) = (u("embedding_length")?, u("attention.head_count")?);
+        let kv_heads = u("attention.head_count_kv").unwrap_or(heads);
+        let head_dim = dim / heads;
+        let config = Self {
+            layers: u("block_count")?,
+            dim,
+            heads,
+            kv_heads,
+            head_dim,
+            ffn_dim: u("feed_forward_length")?,
+            norm_eps: f("attention.layer_norm_rms_epsilon", 1e-5),
+            rope_base: f("rope.freq_base", 10_000.0),
+            rope,
+        };
+        let rope_dim = u("rope.dimension_count").unwrap_or(head_dim);
+        if rope_dim != head_dim || heads % kv_heads != 0 || head_dim % 2 != 0 {
+            return Err(LoadError::Unsupported(format!(
+                "attention layout (heads {heads}, kv heads {kv_heads}, head size {head_dim}, \
+                 rope size {rope_dim})"
+            )));
+        }
+        Ok(config)
+    }
+
+    fn q_dim(&self) -> usize {
+        self.heads * self.head_dim
+    }
+
+    fn kv_dim(&self) -> usize {
+        self.kv_heads * self.head_dim
+    }
+}
+
+struct Layer {
+    attn_norm: Vec<f32>,
+    /// Query, key and value projections stacked: `q_dim + 2 kv_dim` rows.
+    qkv: QMatrix,
+    qkv_bias: Option<Vec<f32>>,
+    out: QMatrix,
+    ffn_norm: Vec<f32>,
+    /// Gate and up projections stacked: `2 ffn_dim` rows.
+    gate_up: QMatrix,
+    down: QMatrix,
+}
+
+pub struct Model {
+    pub config: Config,
+    embed: QMatrix,
+    layers: Vec<Layer>,
+    out_norm: Vec<f32>,
+    /// `None`: the output projection is the embedding table (tied).
+    lm_head: Option<QMatrix>,
+}
+
+/// Reads tensors from a GGUF file.
+pub struct Tensors<'a> {
+    pub content: &'a Content,
+    pub file: &'a mut File,
+}
+
+fn format_err(e: impl std::fmt::Display) -> LoadError {
+    LoadError::Format(format!("cannot load the weights: {e}"))
+}
+
+impl Tensors<'_> {
+    pub fn has(&self, name: &str) -> bool {
+        self.content.tensor_infos.contains_key(name)
+    }
+
+    /// `(rows, cols)` of a matrix; a vector is one row.
+    fn shape(&self, name: &str) -> Result<(usize, usize), LoadError> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| LoadError::Format(format!("the GGUF has no tensor `{name}`")))?;
+        match *info.shape.dims() {
+            [n] => Ok((1, n)),
+            [rows, cols] => Ok((rows, cols)),
+            ref other => Err(LoadError::Format(format!("`{name}` has shape {other:?}"))),
+        }
+    }
+
+    /// f32 values, row after row.
+    pub fn f32(&mut self, name: &str) -> Result<Vec<f32>, LoadError> {
+        let cpu = Device::Cpu;
+        self.content
+            .tensor(self.file, name, &cpu)
+            .and_then(|t| t.dequantize(&cpu))
+            .and_then(|t| t.flatten_all())
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(format_err)
+    }
+
+    fn raw(&mut self, name: &str, block_bytes: usize) -> Result<Vec<u8>, LoadError> {
+        let info = &self.content.tensor_infos[name];
+        let start = self.content.tensor_data_offset + info.offset;
+        let mut raw = vec![0u8; info.shape.elem_count() / QK * block_bytes];
+        let io = |e: std::io::Error| LoadError::Io(e.to_string());
+        self.file.seek(SeekFrom::Start(start)).map_err(io)?;
+        self.file.read_exact(&mut raw).map_err(io)?;
+        Ok(raw)
+    }
+
+    /// A matrix as GGUF Q8_0 blocks: Q8_0 as stored, Q5_0 converted exactly, anything else
+    /// dequantized and quantized again (within a fraction of its own step).
+    fn q8_0(&mut self, name: &str) -> Result<(usize, usize, Vec<u8>), LoadError> {
+        let (rows, cols) = self.shape(name)?;
+        let raw = match self.content.tensor_infos[name].ggml_dtype {
+            GgmlDType::Q8_0 => self.raw(name, Q8_0_BYTES)?,
+            GgmlDType::Q5_0 => quant::q5_0_to_q8_0(&self.raw(name, Q5_0_BYTES)?),
+            _ => quant::quantize_q8_0(&self.f32(name)?),
+        };
+        Ok((rows, cols, raw))
+    }
+
+    /// Matrices with the same columns, their rows stacked in order: Q5_0 kept as it is when
+    /// all share that type, anything else as Q8_0. (Q4_1 kept exactly follows llama.cpp's
+    /// greedy choices less closely than Q4_1 through Q8_0: SmolLM2's golden "g3" diverges.)
+    fn stacked(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
+        let dtypes: Vec<GgmlDType> = names
+            .iter()
+            .map(|n| {
+                self.shape(n)
+                    .map(|_| self.content.tensor_infos[*n].ggml_dtype)
+            })
+            .collect::<Result<_, _>>()?;
+        let (mut rows, mut cols, mut raw) = (0, 0, Vec::new());
+        let same = dtypes.iter().all(|d| *d == dtypes[0]);
+        for name in names {
+            let (r, c) = self.shape(name)?;
+            if rows > 0 && c != cols {
+                return Err(LoadError::Format(format!("`{name}` has {c} columns")));
+            }
+            if c % QK != 0 {
+                return Err(LoadError::Unsupported(format!(
+                    "rows of {c} values in `{name}`"
+                )));
+            }
+            let part = match dtypes[0] {
+                GgmlDType::Q5_0 if same => self.raw(name, Q5_0_BYTES)?,
+                _ => self.q8_0(name)?.2,
+            };
+            rows += r;
+            cols = c;
+            raw.extend_from_slice(&part);
+        }
+        Ok(match dtypes[0] {
+            GgmlDType::Q5_0 if same => QMatrix::from_q5_0(rows, cols, &raw),
+            _ => QMatrix::from_q8_0(rows, cols, &raw),
+        })
+    }
+
+    pub fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
+        self.stacked(&[name])
+    }
+}
+
+impl Model {
+    /// Loads the standard GGUF tensor names (`blk.N.attn_q.weight`, …); query, key and value
+    /// biases when present, the output projection tied to the embeddings when absent.
+    pub fn load(config: Config, t: &mut Tensors<'_>) -> Result<Self, LoadError> {
+        let embed = t.matrix("token_embd.weight")?;
+        let mut layers = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let n = |s: &str| format!("blk.{i}.{s}");
+            let qkv_bias = if t.has(&n("attn_q.bias")) {
+                let mut bias = t.f32(&n("attn_q.bias"))?;
+                bias.extend(t.f32(&n("attn_k.bias"))?);
+                bias.extend(t.f32(&n("attn_v.bias"))?);
+                Some(bias)
+            } else {
+                None
+            };
+            layers.push(Layer {
+                attn_norm: t.f32(&n("attn_norm.weight"))?,
+                qkv: t.stacked(&[
+                    &n("attn_q.weight"),
+                    &n("attn_k.weight"),
+                    &n("attn_v.weight"),
+                ])?,
+                qkv_bias,
+                out: t.matrix(&n("attn_output.weight"))?,
+                ffn_norm: t.f32(&n("ffn_norm.weight"))?,
+                gate_up: t.stacked(&[&n("ffn_gate.weight"), &n("ffn_up.weight")])?,
+                down: t.matrix(&n("ffn_down.weight"))?,
+            });
+        }
+        let lm_head = if t.has("output.weight") {
+            Some(t.matrix("output.weight")?)
+        } else {
+            None
+        };
+        let model = Self {
+            out_norm: t.f32("output_norm.weight")?,
+            config,
+            embed,
+            layers,
+            lm_head,
+        };
+        model.check()?;
+        Ok(model)
+    }
+
+    fn check(&self) -> Result<(), LoadError> {
+        let c = &self.config;
+        let bad = |what: &str| Err(LoadError::Format(format!("unexpected shape of {what}")));
+        if self.embed.cols != c.dim || self.out_norm.len() != c.dim {
+            return bad("the embeddings");
+        }
+        for l in &self.layers {
+            let qkv_rows = c.q_dim() + 2 * c.kv_dim();
+            if l.qkv.rows != qkv_rows
+                || l.qkv.cols != c.dim
+                || l.qkv_bias.as_ref().is_some_and(|b| b.len() != qkv_rows)
+                || (l.out.rows, l.out.cols) != (c.dim, c.q_dim())
+                || (l.gate_up.rows, l.gate_up.cols) != (2 * c.ffn_dim, c.dim)
+                || (l.down.rows, l.down.cols) != (c.dim, c.ffn_dim)
+                || l.attn_norm.len() != c.dim
+                || l.ffn_norm.len() != c.dim
+            {
+                return bad("a block");
+            }
+        }
+        if self.lm_head.as_ref().is_some_and(|h| h.cols != c.dim) {
+            return bad("the output projection");
+        }
+        Ok(())
+    }
+
+    /// Token ids run from `0..vocab()`.
+    pub fn vocab(&self) -> usize {
+        self.embed.rows
+    }
+
+    /// Bytes of weights held.
+    pub fn bytes(&self) -> usize {
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| l.qkv.bytes() + l.out.bytes() + l.gate_up.bytes() + l.down.bytes())
+            .sum();
+        layers + self.embed.bytes() + self.lm_head.as_ref().map_or(0, QMatrix::bytes)
+    }
+}
+
+/// The per-sequence state: KV cache and scratch buffers, reused from call to call.
+#[derive(Default)]
+pub struct State {
+    /// Tokens in the cache.
+    len: usize,
+    /// Positions the cache has room for.
+    capacity: usize,
+    /// Per layer, `capacity × kv_dim` keys and values.
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+    x: Vec<f32>,
+    xn: Vec<f32>,
+    tmp: Vec<f32>,
+    qkv: Vec<f32>,
+    att: Vec<f32>,
+    gate_up: Vec<f32>,
+    acts: Q8Acts,
+    /// Attention scores, `capacity` per thread.
+    scores: Vec<f32>,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl State {
+    /// Tokens in the KV cache.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn reserve(&mut self, c: &Config, positions: usize, threads: usize) {
+        if positions <= self.capacity && self.keys.len() == c.layers {
+            return;
+        }
+        let capacity = positions.max(2 * self.capacity).max(256);
+        self.keys.resize_with(c.layers, Vec::new);
+        self.values.resize_with(c.layers, Vec::new);
+        for cache in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            cache.resize(capacity * c.kv_dim(), 0.0);
+        }
+        self.scores.resize(capacity * threads, 0.0);
+        self.capacity = capacity;
+    }
+}
+
+/// `out = x / rms(x) * weight`.
+fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let ms = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let scale = 1.0 / (ms + eps).sqrt();
+    for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
+        *o = v * scale * w;
+    }
+}
+
+fn rope(v: &mut [f32], cos: &[f32], sin: &[f32], style: Rope) {
+    let half = cos.len();
+    match style {
+        Rope::Halves => {
+            let (a, b) = v.split_at_mut(half);
+            for i in 0..half {
+                let (x0, x1) = (a[i], b[i]);
+                a[i] = x0 * cos[i] - x1 * sin[i];
+                b[i] = x0 * sin[i] + x1 * cos[i];
+            }
+        }
+        Rope::Interleaved => {
+            for (i, pair) in v.chunks_exact_mut(2).enumerate() {
+                let (x0, x1) = (pair[0], pair[1]);
+                pair[0] = x0 * cos[i] - x1 * sin[i];
+                pair[1] = x0 * sin[i] + x1 * cos[i];
+            }
+        }
+    }
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+/// `out[t][..rows] = w · acts[t]` for every token, split across the pool by row groups.
+fn matmul(pool: &Pool, w: &QMatrix, acts: &Q8Acts, out: &mut [f32]) {
+    assert!(out.len() >= acts.tokens * w.rows);
+    let groups = quant::groups(w);
+    let ptr = SyncPtr(out.as_mut_ptr());
+    let n = pool.threads();
+    pool.run(&|i| {
+        let r = share(groups, i, n);
+        // SAFETY: each thread writes its own rows of `out`, which holds every token's rows.
+        unsafe { quant::matmul(w, acts, r.start, r.end, ptr.get(), w.rows) };
+    });
+}
+
+/// Quantizes `f(t, row)`'s output rows for every token into `acts`, split by tokens: `f`
+/// fills the `cols` values of token `t` (and may update that token's other buffers).
+fn quantize_with(
+    pool: &Pool,
+    acts: &mut Q8Acts,
+    buf: &mut [f32],
+    tokens: usize,
+    cols: usize,
+    f: &(dyn Fn(usize, &mut [f32]) + Sync),
+) {
+    acts.reset(tokens, cols);
+    let writer = acts.writer();
+    let ptr = SyncPtr(buf.as_mut_ptr());
+    let n = pool.threads();
+    pool.run(&|i| {
+        for t in share(tokens, i, n) {
+            // SAFETY: token t's row of `buf` belongs to this thread alone.
+            let row = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(t * cols), cols) };
+            f(t, row);
+            // SAFETY: token t's quantized values are ours alone.
+            unsafe { writer.quantize(row, t) };
+        }
+    });
+}
+
+impl Model {
+    /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the
+    /// logits after the last one.
+    pub fn forward(&self, state: &mut State, pool: &Pool, ids: &[u32], pos: usize) -> Vec<f32> {
+        let c = &self.config;
+        let (t_n, dim, hd) = (ids.len(), c.dim, c.head_dim);
+        let (q_dim, kv_dim) = (c.q_dim(), c.kv_dim());
+        let qkv_dim = q_dim + 2 * kv_dim;
+        assert!(pos <= state.len, "position {pos} is past the cache");
+        state.len = pos;
+        state.reserve(c, pos + t_n, pool.threads());
+        let s = state;
+        s.x.resize(t_n * dim, 0.0);
+        s.xn.resize(t_n * dim, 0.0);
+        s.tmp.resize(t_n * dim.max(c.ffn_dim), 0.0);
+        s.qkv.resize(t_n * qkv_dim, 0.0);
+        s.att.resize(t_n * q_dim, 0.0);
+        s.gate_up.resize(t_n * 2 * c.ffn_dim, 0.0);
+        for (t, &id) in ids.iter().enumerate() {
+            self.embed
+                .row(id as usize, &mut s.x[t * dim..(t + 1) * dim]);
+        }
+        // Rotation angles of every position of this call.
+        let half = hd / 2;
+        s.cos.resize(t_n * half, 0.0);
+        s.sin.resize(t_n * half, 0.0);
+        for t in 0..t_n {
+            for i in 0..half {
+                let freq = (c.rope_base as f64).powf(-2.0 * i as f64 / hd as f64);
+                let angle = (pos + t) as f64 * freq;
+                s.cos[t * half + i] = angle.cos() as f32;
+                s.sin[t * half + i] = angle.sin() as f32;
+            }
+        }
+        let scale = 1.0 / (hd as f32).sqrt();
+        let group = c.heads / c.kv_heads;
+        let capacity = s.capacity;
+        for (li, layer) in self.layers.iter().enumerate() {
+            // x += previous block's output (kept in tmp); normalise; quantize.
+            let first = li == 0;
+            let x = SyncPtr(s.x.as_mut_ptr());
+            let tmp = &s.tmp;
+            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, dim, &|t, row| {
+                // SAFETY: token t's row of x belongs to the thread handling t.
+                let xr = unsafe { std::slice::from_raw_parts_mut(x.get().add(t * dim), dim) };
+                if !first {
+                    for (x, d) in xr.iter_mut().zip(&tmp[t * dim..(t + 1) * dim]) {
+                        *x += d;
+                    }
+                }
+                rms_norm(xr, &layer.attn_norm, c.norm_eps, row);
+            });
+            matmul(pool, &layer.qkv, &s.acts, &mut s.qkv);
+            // Biases, rotations, and the new keys and values into the cache.
+            let (keys, values) = (&mut s.keys[li], &mut s.values[li]);
+            for t in 0..t_n {
+                let row = &mut s.qkv[t * qkv_dim..(t + 1) * qkv_dim];
+                if let Some(bias) = &layer.qkv_bias {
+                    for (v, b) in row.iter_mut().zip(bias) {
+                        *v += b;
+                    }
+                }
+                let (cos, sin) = (
+                    &s.cos[t * half..(t + 1) * half],
+                    &s.sin[t * half..(t + 1) * half],
+                );
+                for head in row[..q_dim + kv_dim].chunks_exact_mut(hd) {
+                    rope(head, cos, sin, c.rope);
+                }
+                let p = pos + t;
+                keys[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim..q_dim + kv_dim]);
+                values[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim + kv_dim..]);
+            }
+            // Attention, one (token, head) at a time, dealt round-robin to balance the
+            // causal mask's uneven work.
+            {
+                let (keys, values, qkv) = (&s.keys[li], &s.values[li], &s.qkv);
+                let att = SyncPtr(s.att.as_mut_ptr());
+                let scores = SyncPtr(s.scores.as_mut_ptr());
+                let n = pool.threads();
+                pool.run(&|i| {
+                    // SAFETY: each thread has its own `capacity` scores.
+                    let scores = unsafe {
+                        std::slice::from_raw_parts_mut(scores.get().add(i * capacity), capacity)
+                    };
+                    for item in (i..t_n * c.heads).step_by(n) {
+                        let (t, h) = (item / c.heads, item % c.heads);
+                        let seen = pos + t + 1;
+                        let q = &qkv[t * qkv_dim + h * hd..][..hd];
+                        let kv = (h / group) * hd;
+                        let scores = &mut scores[..seen];
+                        let mut max = f32::NEG_INFINITY;
+                        for (j, sc) in scores.iter_mut().enumerate() {
+                            *sc = quant::dot(q, &keys[j * kv_dim + kv..][..hd]) * scale;
+                            max = max.max(*sc);
+                        }
+                        let mut sum = 0.0;
+                        for sc in scores.iter_mut() {
+                            *sc = (*sc - max).exp();
+                            sum += *sc;
+                        }
+                        // SAFETY: (t, h) is this thread's item alone.
+                        let out = unsafe {
+                            std::slice::from_raw_parts_mut(att.get().add(t * q_dim + h * hd), hd)
+                        };
+                        out.fill(0.0);
+                        for (j, sc) in scores.iter().enumerate() {
+                            quant::axpy(out, sc / sum, &values[j * kv_dim + kv..][..hd]);
+                        }
+                    }
+                });
+            }
+            s.acts.reset(t_n, q_dim);
+            {
+                let writer = s.acts.writer();
+                let att = &s.att;
+                let n = pool.threads();
+                pool.run(&|i| {
+                    let r = share(t_n, i, n);
+                    // SAFETY: distinct threads quantize distinct tokens.
+                    unsafe { writer.quantize(&att[r.start * q_dim..r.end * q_dim], r.start) };
+                });
+            }
+            matmul(pool, &layer.out, &s.acts, &mut s.tmp);
+            // x += attention output; normalise; quantize.
+            let x = SyncPtr(s.x.as_mut_ptr());
+            let tmp = &s.tmp;
+            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, dim, &|t, row| {
+                // SAFETY: token t's row of x belongs to the thread handling t.
+                let xr = unsafe { std::slice::from_raw_parts_mut(x.get().add(t * dim), dim) };
+                for (x, d) in xr.iter_mut().zip(&tmp[t * dim..(t + 1) * dim]) {
+                    *x += d;
+                }
+                rms_norm(xr, &layer.ffn_norm, c.norm_eps, row);
+            });
+            matmul(pool, &layer.gate_up, &s.acts, &mut s.gate_up);
+            let ff = c.ffn_dim;
+            let gate_up = &s.gate_up;
+            quantize_with(pool, &mut s.acts, &mut s.tmp, t_n, ff, &|t, row| {
+                let gu = &gate_up[t * 2 * ff..(t + 1) * 2 * ff];
+                let (gate, up) = gu.split_at(ff);
+                for ((h, g), u) in row.iter_mut().zip(gate).zip(up) {
+                    *h = silu(*g) * u;
+                }
+            });
+            matmul(pool, &layer.down, &s.acts, &mut s.tmp);
+        }
+        s.len = pos + t_n;
+        // The last token only: final residual, norm, output projection.
+        let last = (t_n - 1) * dim;
+        let mut xn = vec![0f32; dim];
+        for (x, d) in s.x[last..last + dim]
+            .iter_mut()
+            .zip(&s.tmp[last..last + dim])
+        {
+            *x += d;
+        }
+        rms_norm(&s.x[last..last + dim], &self.out_norm, c.norm_eps, &mut xn);
+        s.acts.reset(1, dim);
+        s.acts.quantize(&xn);
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        let mut logits = vec![0f32; head.rows];
+        matmul(pool, head, &s.acts, &mut logits);
+        logits
+    }
+}
