@@ -40,6 +40,9 @@ pub struct Walk {
     pub time_budget: Option<Duration>,
     /// Most tokens of one read step: room for a dozen facts and three descriptors.
     pub read_max_tokens: usize,
+    /// When the model names nowhere to look but does not say the facts suffice, search with
+    /// the question and the cycle's trusted facts: the second hop's names are in the facts.
+    pub expand_from_facts: bool,
     /// Stop and hint from outside.
     pub control: Control,
 }
@@ -54,6 +57,7 @@ impl Default for Walk {
             token_budget: Some(40_000),
             time_budget: None,
             read_max_tokens: 400,
+            expand_from_facts: true,
             control: Control::default(),
         }
     }
@@ -73,6 +77,7 @@ impl Strategy for Walk {
             "token_budget": self.token_budget,
             "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
             "read_max_tokens": self.read_max_tokens,
+            "expand_from_facts": self.expand_from_facts,
         })
     }
 
@@ -125,6 +130,18 @@ impl Walk {
                 }
                 for hint in hints_to_search.drain(..).rev() {
                     descriptors.insert(0, hint_descriptor(cycle, hint));
+                }
+                if descriptors.is_empty() && sufficient != Some(true) && self.expand_from_facts {
+                    if let Some(d) = facts_descriptor(cycle, question, &cycle_facts) {
+                        run.note(
+                            cycle,
+                            "the model named nowhere to look next: searching with the question \
+                             and the facts it found"
+                                .into(),
+                        );
+                        run.trace.steps.push(Step::Descriptor(d.clone()));
+                        descriptors.push(d);
+                    }
                 }
                 facts.extend(cycle_facts);
                 if let Some(reason) = self.should_stop(&run, cycle, sufficient, &descriptors) {
@@ -389,6 +406,20 @@ fn hint_descriptor(cycle: usize, hint: String) -> Descriptor {
         next_source: hint,
         expected_info: String::new(),
     }
+}
+
+/// A descriptor made of the question and the trusted facts of a cycle, if it has any.
+fn facts_descriptor(cycle: usize, question: &str, facts: &[Fact]) -> Option<Descriptor> {
+    let found: Vec<&str> = facts
+        .iter()
+        .filter(|f| f.trusted)
+        .map(|f| f.fact.as_str())
+        .collect();
+    (!found.is_empty()).then(|| Descriptor {
+        cycle,
+        next_source: question.to_string(),
+        expected_info: found.join(" "),
+    })
 }
 
 /// Trusted facts, one per line with their source: what the model sees of earlier cycles.

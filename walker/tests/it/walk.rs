@@ -413,3 +413,37 @@ fn a_pause_after_each_cycle_can_hint_and_stop() {
     let second_read = &model.requests.lock().unwrap()[1].messages[1].content;
     assert!(second_read.contains("A hint from the user: cheese market"));
 }
+
+#[test]
+fn with_facts_but_nowhere_named_it_searches_with_the_question_and_facts() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let fact = format!(
+        "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}\n{{\"sufficient\": false}}"
+    );
+    let turns = || {
+        vec![
+            reply(fact.clone()),
+            reply("{\"sufficient\": true}".into()),
+            reply("Answer: x".into()),
+        ]
+    };
+    let model = ScriptedChatModel::new(turns());
+    let mut events = Vec::new();
+    let answer =
+        block_on(walk(4).run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    assert_eq!(answer.termination, Termination::Sufficient);
+    assert_eq!(answer.cycles, 2);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Retrieved { query, .. }
+        if query == &format!("{QUESTION}: The mayor of Velmora is Ilsa Brandt."))));
+
+    let off = Walk {
+        expand_from_facts: false,
+        ..walk(4)
+    };
+    let model = ScriptedChatModel::new(turns());
+    let answer = block_on(off.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    assert_eq!(answer.termination, Termination::NoDescriptors);
+}
