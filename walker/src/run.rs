@@ -91,16 +91,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub fn is_read(&self, id: ChunkId) -> bool {
-        self.read_set.contains(&id)
-    }
-
     /// Chunks shown to the model so far, in the order first shown.
     pub fn read(&self) -> &[ChunkId] {
         &self.read
     }
 
-    /// Milliseconds since the question was asked.
+    /// Time since the question was asked.
     pub fn elapsed(&self) -> std::time::Duration {
         self.started.elapsed()
     }

@@ -239,39 +239,35 @@ impl Walk {
         };
         let shown: Vec<ChunkId> = run.read().to_vec();
         let mut reader = Reader::new();
-        let mut items: Vec<Item> = Vec::new();
-        let mut parsed: Vec<Event> = Vec::new();
+        // Each item is resolved once (sources matched to shown chunks) as it closes: its event
+        // goes out at once, the item is kept for the trace.
+        let mut resolved: Vec<Resolved> = Vec::new();
         let mut on_text = |text: &str| {
-            let fresh = reader.push(text);
-            let events: Vec<Event> = fresh
-                .iter()
-                .filter_map(|i| event_of(i, cycle, &shown))
+            let fresh: Vec<Resolved> = reader
+                .push(text)
+                .into_iter()
+                .map(|i| resolve(i, cycle, &shown))
                 .collect();
-            items.extend(fresh);
-            parsed.extend(events.iter().cloned());
+            let events = fresh.iter().filter_map(Resolved::event).collect();
+            resolved.extend(fresh);
             events
         };
         let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
-        let tail = reader.finish();
-        let tail_events: Vec<Event> = tail
-            .iter()
-            .filter_map(|i| event_of(i, cycle, &shown))
-            .collect();
-        items.extend(tail);
-        for event in tail_events {
-            run.emit(event);
+        for item in reader.finish() {
+            let item = resolve(item, cycle, &shown);
+            if let Some(event) = item.event() {
+                run.emit(event);
+            }
+            resolved.push(item);
         }
         completion?;
 
         let mut new_facts = Vec::new();
         let mut descriptors = Vec::new();
         let mut sufficient = None;
-        for item in items {
+        for item in resolved {
             match item {
-                Item::Fact { .. } => {
-                    let Some(Event::Fact(fact)) = event_of(&item, cycle, &shown) else {
-                        unreachable!("facts become fact events")
-                    };
+                Resolved::Fact(fact) => {
                     if !fact.trusted {
                         run.note(
                             cycle,
@@ -284,21 +280,18 @@ impl Walk {
                     run.trace.steps.push(Step::Fact(fact.clone()));
                     new_facts.push(fact);
                 }
-                Item::NextSource { .. } => {
-                    let Some(Event::NextSource(d)) = event_of(&item, cycle, &shown) else {
-                        unreachable!("descriptors become next-source events")
-                    };
+                Resolved::Descriptor(d) => {
                     run.trace.steps.push(Step::Descriptor(d.clone()));
                     descriptors.push(d);
                 }
-                Item::Sufficient(flag) => {
+                Resolved::Sufficient(flag) => {
                     run.trace.steps.push(Step::Sufficient {
                         cycle,
                         sufficient: flag,
                     });
                     sufficient = Some(flag);
                 }
-                Item::Skipped(text) => {
+                Resolved::Unread(text) => {
                     tracing::debug!("read step, cycle {cycle}: skipped {text:?}");
                     run.trace.steps.push(Step::Unread { cycle, text });
                 }
@@ -332,8 +325,8 @@ impl Walk {
         }
     }
 
-    /// Searches for each descriptor (unread chunks only) and merges the results by rank, up
-    /// to `k` chunks.
+    /// Searches for each descriptor (unread chunks only: `retrieve` passes over read ones)
+    /// and merges the results by rank, up to `k` chunks.
     fn follow(
         &self,
         run: &mut Run<'_>,
@@ -353,7 +346,7 @@ impl Walk {
         'merge: for rank in 0..longest {
             for list in &lists {
                 if let Some(hit) = list.get(rank) {
-                    if !merged.contains(&hit.chunk_id) && !run.is_read(hit.chunk_id) {
+                    if !merged.contains(&hit.chunk_id) {
                         merged.push(hit.chunk_id);
                         if merged.len() == self.k {
                             break 'merge;
@@ -366,36 +359,55 @@ impl Walk {
     }
 }
 
-/// The event of a parsed item; facts are trusted when their source is a chunk in `shown`
-/// (or a near miss of exactly one, see [`reply::match_ids`]).
-fn event_of(item: &Item, cycle: usize, shown: &[ChunkId]) -> Option<Event> {
+/// A read-step item with its source matched.
+enum Resolved {
+    Fact(Fact),
+    Descriptor(Descriptor),
+    Sufficient(bool),
+    Unread(String),
+}
+
+impl Resolved {
+    /// What the user sees of it as it arrives.
+    fn event(&self) -> Option<Event> {
+        match self {
+            Resolved::Fact(fact) => Some(Event::Fact(fact.clone())),
+            Resolved::Descriptor(d) => Some(Event::NextSource(d.clone())),
+            Resolved::Sufficient(_) | Resolved::Unread(_) => None,
+        }
+    }
+}
+
+/// Resolves a parsed item; facts are trusted when their source is a chunk in `shown` (or a
+/// near miss of exactly one, see [`reply::match_ids`]).
+fn resolve(item: Item, cycle: usize, shown: &[ChunkId]) -> Resolved {
     match item {
         Item::Fact {
             fact,
             relevance,
             source,
         } => {
-            let (matched, _) = reply::match_ids(source, shown);
-            let first = matched.first().copied();
-            Some(Event::Fact(Fact {
+            let first = reply::match_ids(&source, shown).0.first().copied();
+            Resolved::Fact(Fact {
                 cycle,
-                fact: fact.clone(),
-                relevance: relevance.clone(),
-                source: source.clone(),
+                fact,
+                relevance,
+                source,
                 chunk_id: first.map(Match::id),
                 trusted: first.is_some(),
                 repaired: matches!(first, Some(Match::Repaired(_))),
-            }))
+            })
         }
         Item::NextSource {
             next_source,
             expected_info,
-        } => Some(Event::NextSource(Descriptor {
+        } => Resolved::Descriptor(Descriptor {
             cycle,
-            next_source: next_source.clone(),
-            expected_info: expected_info.clone(),
-        })),
-        Item::Sufficient(_) | Item::Skipped(_) => None,
+            next_source,
+            expected_info,
+        }),
+        Item::Sufficient(flag) => Resolved::Sufficient(flag),
+        Item::Skipped(text) => Resolved::Unread(text),
     }
 }
 
