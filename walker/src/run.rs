@@ -319,7 +319,6 @@ impl<'a> Run<'a> {
             reply: Reply {
                 answer: "not found".into(),
                 found: false,
-                cited: Vec::new(),
             },
             text: "Answer: not found\nExplanation: the index returned no passages for this \
                    question."
