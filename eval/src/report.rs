@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use walkrag_walker::html::escape;
+
 use crate::results::RECALL_KS;
 use crate::summary::{StrategySummary, Summary};
 
@@ -278,13 +280,6 @@ fn short(v: f64) -> String {
     } else {
         format!("{v:.1}")
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.

@@ -243,7 +243,8 @@ fn wrap(text: &str, width: usize, lines: usize) -> Vec<String> {
     out
 }
 
-fn escape(text: &str) -> String {
+/// `text` safe inside HTML or SVG text and attribute values.
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, ensure, Context};
 use indicatif::ProgressBar;
-use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
-use walkrag_engine::{read_manifest, ChunkSpec, Index, UpdateOptions};
+use walkrag_embed::SentenceEmbedder;
+use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
@@ -154,11 +154,7 @@ fn index_corpus(
             path.display()
         );
     }
-    let existing = read_manifest(dir).ok().map(|(_, m)| m.embedder.spec);
-    let spec = embedder
-        .map(str::to_string)
-        .or(existing)
-        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
+    let spec = super::index::embedder_spec(dir, embedder);
     let model = SentenceEmbedder::load(&spec)?;
     let options = UpdateOptions {
         chunking: Some(ChunkSpec::for_embedder(&model)),

@@ -1,6 +1,6 @@
 //! `walkrag index`: build or update the document index.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
@@ -117,21 +117,22 @@ impl Progress for Bars {
     }
 }
 
+/// The embedder to index `dir` with: `given`, else the one the index was built with, else the
+/// default. Reads only the manifest, not the documents and the graph.
+pub fn embedder_spec(dir: &Path, given: Option<&str>) -> String {
+    given
+        .map(str::to_string)
+        .or_else(|| read_manifest(dir).ok().map(|(_, m)| m.embedder.spec))
+        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string())
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ensure!((2..=256).contains(&args.m), "--m must be between 2 and 256");
     ensure!(
         args.ef_construction >= args.m,
         "--ef-construction must be at least --m"
     );
-    // Only the manifest: the embedder spec, without loading the documents and the graph.
-    let existing = read_manifest(&args.index)
-        .ok()
-        .map(|(_, manifest)| manifest.embedder.spec);
-    let spec = args
-        .embedder
-        .clone()
-        .or(existing)
-        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
+    let spec = embedder_spec(&args.index, args.embedder.as_deref());
     let embedder = SentenceEmbedder::load(&spec)?;
     let mut chunking = ChunkSpec::for_embedder(&embedder);
     if let Some(tokens) = args.chunk_tokens {
