@@ -118,10 +118,7 @@ pub async fn run(
 
     let mut lines = read_results(&results_path)?;
     // Failed questions are tried again; their old lines go.
-    let failed = lines.iter().filter(|l| l.error.is_some()).count();
-    if failed > 0 {
-        lines.retain(|l| l.error.is_none());
-    }
+    lines.retain(|l| l.error.is_none());
     let body: String = lines.iter().map(|l| to_json(l) + "\n").collect();
     write_atomic(&results_path, &body)?;
 
@@ -142,19 +139,17 @@ pub async fn run(
     progress.start(todo.len(), already);
 
     let order: Vec<&str> = strategies.iter().map(|s| s.name()).collect();
-    let info_command = settings.command.clone();
     let date = report::today();
     let write_reports = |lines: &[ResultLine]| -> Result<Summary, EvalError> {
-        let current: Vec<ResultLine> = lines
+        let current: Vec<&ResultLine> = lines
             .iter()
             .filter(|l| wanted.contains(l.id.as_str()))
-            .cloned()
             .collect();
         let summary = Summary::of(&settings.dataset, questions.len(), &order, &current);
         let info = RunInfo {
             model: &record.model,
             embedder: &record.embedder,
-            command: &info_command,
+            command: &settings.command,
             date: &date,
         };
         write_atomic(&out.join(SUMMARY_FILE), &to_json_pretty(&summary))?;

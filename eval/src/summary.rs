@@ -73,11 +73,15 @@ impl StrategySummary {
 
 impl Summary {
     /// The summary of `lines` for `strategies`, in a set of `questions` questions.
-    pub fn of(dataset: &str, questions: usize, strategies: &[&str], lines: &[ResultLine]) -> Self {
+    pub fn of(dataset: &str, questions: usize, strategies: &[&str], lines: &[&ResultLine]) -> Self {
         let strategies = strategies
             .iter()
             .map(|&name| {
-                let mine: Vec<&ResultLine> = lines.iter().filter(|l| l.strategy == name).collect();
+                let mine: Vec<&ResultLine> = lines
+                    .iter()
+                    .copied()
+                    .filter(|l| l.strategy == name)
+                    .collect();
                 (name.to_string(), StrategySummary::of(&mine))
             })
             .collect();
