@@ -35,6 +35,8 @@ pub struct Settings {
     pub jobs: usize,
     /// Retries of a question whose model call failed transiently.
     pub retries: usize,
+    /// Also write each answer's whole trace to `out/traces/STRATEGY/ID.json`.
+    pub traces: bool,
 }
 
 /// Hooks for progress; every method has a no-op default.
@@ -73,6 +75,7 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const REPORT_FILE: &str = "report.md";
 pub const CHART_FILE: &str = "chart.svg";
+pub const TRACES_DIR: &str = "traces";
 
 /// Runs `strategies` over `questions`, writing `out/{results.jsonl, summary.json, report.md,
 /// chart.svg}`. Results already in `out` from an earlier run with the same settings are kept
@@ -111,6 +114,11 @@ pub async fn run(
                 }
                 _ => {}
             }
+        }
+        let traces = out.join(TRACES_DIR);
+        match fs::remove_dir_all(&traces) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&traces)(e)),
+            _ => {}
         }
     }
     let record = merge_record(&out.join(RUN_FILE), record)?;
@@ -167,7 +175,7 @@ pub async fn run(
         .open(&results_path)
         .map_err(io_error(&results_path))?;
     let mut results = stream::iter(todo)
-        .map(|(question, strategy)| answer_one(env, question, strategy, settings.retries, progress))
+        .map(|(question, strategy)| answer_one(env, question, strategy, settings, out, progress))
         .buffer_unordered(settings.jobs.max(1));
     while let Some(line) = results.next().await {
         file.write_all((to_json(&line) + "\n").as_bytes())
@@ -185,15 +193,29 @@ async fn answer_one(
     env: Env<'_>,
     question: &Question,
     strategy: &dyn Strategy,
-    retries: usize,
+    settings: &Settings,
+    out: &Path,
     progress: &dyn EvalProgress,
 ) -> ResultLine {
     let started = Instant::now();
     let mut attempt = 0;
     loop {
         match strategy.run(&question.question, env, &mut |_| {}).await {
-            Ok(answer) => return ResultLine::new(question, strategy.name(), &answer, env.index),
-            Err(e) if e.is_transient() && attempt < retries => {
+            Ok(answer) => {
+                if settings.traces {
+                    let dir = out.join(TRACES_DIR).join(strategy.name());
+                    let path = dir.join(format!("{}.json", question.id));
+                    let written = fs::create_dir_all(&dir)
+                        .map_err(io_error(&dir))
+                        .and_then(|()| write_atomic(&path, &to_json_pretty(&answer.trace)));
+                    // A trace is an aid for reading the run; the result still counts.
+                    if let Err(e) = written {
+                        tracing::warn!("trace of {} not written: {e}", question.id);
+                    }
+                }
+                return ResultLine::new(question, strategy.name(), &answer, env.index);
+            }
+            Err(e) if e.is_transient() && attempt < settings.retries => {
                 attempt += 1;
                 progress.retry(&question.id, strategy.name(), &e.to_string());
                 tokio::time::sleep(Duration::from_secs(1 << attempt.min(5))).await;

@@ -69,6 +69,10 @@ pub struct Args {
     /// Tries again after a transient model failure (rate limit, timeout) this many times.
     #[arg(long, default_value_t = 2)]
     retries: usize,
+    /// Also write every answer's whole trace (retrievals, prompts, completions, facts) to
+    /// OUT/traces/STRATEGY/ID.json.
+    #[arg(long)]
+    traces: bool,
     /// Discard the results already in --out and start over.
     #[arg(long)]
     restart: bool,
@@ -123,6 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         command: command_line(),
         jobs: args.jobs,
         retries: args.retries,
+        traces: args.traces,
     };
     let progress = Progress::new();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -19,6 +19,7 @@ fn settings() -> Settings {
         command: "walkrag eval --corpus velmora.jsonl".into(),
         jobs: 2,
         retries: 0,
+        traces: true,
     }
 }
 
@@ -111,6 +112,14 @@ fn writes_scored_results_summary_report_and_chart() {
         "{report}"
     );
     assert!(report.contains("walkrag eval --corpus velmora.jsonl"));
+    // Each answer's whole trace, by strategy and question.
+    for line in &lines {
+        let path = out.join(format!("traces/single/{}.json", line.id));
+        let trace: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(trace["strategy"], "single");
+        assert!(trace["steps"].as_array().unwrap().len() >= 2, "{trace}");
+    }
     let chart = fs::read_to_string(out.join("chart.svg")).unwrap();
     assert!(
         chart.starts_with("<svg")
