@@ -1,0 +1,65 @@
+//! walkrag's actions: the operations of an OpenAPI catalogue as records a model can find,
+//! fill in and have sent over HTTP.
+//!
+//! The flow has three steps, one module each:
+//!
+//! 1. **Ingest** (`spec.rs`, `schema.rs`, `action.rs`): `Catalog::parse` reads an OpenAPI
+//!    3.0 or 3.1 document, JSON or YAML (`is_openapi` tells one apart), into one `Action` per
+//!    operation: method, path, ids, texts, the inputs (path-level parameters merged with the
+//!    operation's, and the top-level fields of a JSON or form body, `allOf` merged), security
+//!    and servers. `$ref`s inside the document are expanded once here; cycles are cut and
+//!    dangling references are errors naming them. `Action::embed_text` is what to embed to
+//!    find an action; `Action::describe` is the card to show the model; `Action::hash`
+//!    changes exactly when the operation does.
+//! 2. **Validate** (`validate.rs`): `Action::prepare` checks the model's inputs (a JSON
+//!    object of name → value) against the schemas and builds a `Prepared` request, or says
+//!    what is wrong: `Invalid::Missing` (ask the user), `Invalid::Bad` (each problem, phrased
+//!    for the model). Obvious coercions are made and recorded.
+//! 3. **Execute** (`exec.rs`, `secret.rs`): an `Executor` sends a `Prepared` request to the
+//!    configured base URL (or the spec's first absolute server) and returns an `Outcome`
+//!    whose `Display` is the tool result for the model.
+//!
+//! # Safety invariants
+//!
+//! - **Nothing that changes state is sent unconfirmed.** Every method but GET, HEAD and
+//!   OPTIONS goes through `Confirm::confirm` with a `RequestPreview` first; a refusal sends
+//!   nothing (`Outcome::Declined`). A dry run sends nothing at all (`Outcome::DryRun`).
+//! - **Nothing is invented.** A missing required input is reported by name and no request
+//!   is sent; defaults are left to the server.
+//! - **Credentials never pass through the model.** They are configured by the user
+//!   (`Credentials`: header lines, or per security scheme from `WALKRAG_AUTH_*` variables),
+//!   held as `Secret`s whose Debug and Display print `***`, and added to the request only
+//!   inside `Executor::execute`, after the preview was made. They appear in no preview,
+//!   outcome, error, Debug output or log line; a response that echoes one has it replaced by
+//!   `***`.
+//! - **Redirects are not followed** (a redirect could carry credentials to another host):
+//!   a 3xx comes back as an outcome with its `Location`.
+//! - **Every result is an outcome.** HTTP errors, timeouts and connection failures are
+//!   `Outcome`s the model reads; a response body is cut to the byte budget on a character
+//!   boundary, with a note saying how much was left out.
+//!
+//! The crate knows nothing of models, embedders or the walker: the `actions` strategy indexes
+//! `embed_text`, shows `describe`, and turns the model's tool calls into `Executor::call`.
+
+#![forbid(unsafe_code)]
+
+mod action;
+mod error;
+mod exec;
+mod schema;
+mod secret;
+mod spec;
+mod validate;
+
+pub use action::{
+    words, Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method,
+    SecurityRequirement, SecurityScheme, Server, Style, Type,
+};
+pub use error::{ConfigError, SpecError};
+pub use exec::{
+    AlwaysNo, AlwaysYes, Confirm, Cut, Executor, ExecutorConfig, Failure, FailureKind, Outcome,
+    RequestPreview, Response,
+};
+pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
+pub use spec::{is_openapi, parse_document, Catalog};
+pub use validate::{encode_component, Invalid, Prepared, PreparedBody, Problem};

@@ -1,0 +1,334 @@
+//! Credentials, kept away from the model: `Secret` never prints its value, `Credentials` are
+//! configured by the user (header lines, environment variables per security scheme) and only
+//! the executor reads them, when it sends a request.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::action::{KeyLocation, SecurityRequirement, SecurityScheme};
+use crate::error::ConfigError;
+use crate::spec::Catalog;
+
+/// A value that must never be shown: Debug and Display print `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// The prefix of the environment variable that holds a security scheme's credential.
+pub const ENV_PREFIX: &str = "WALKRAG_AUTH_";
+
+/// The environment variable `Credentials::from_env` reads for a scheme: `WALKRAG_AUTH_` and
+/// the scheme's name in capitals, other characters as `_` (`bearerAuth` → `WALKRAG_AUTH_BEARERAUTH`).
+pub fn scheme_env_var(scheme: &str) -> String {
+    let name: String = scheme
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{ENV_PREFIX}{name}")
+}
+
+/// What the executor adds to requests: headers sent with every request, and a credential per
+/// security scheme, used when an operation's security names that scheme. Debug shows names
+/// only.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    headers: Vec<(String, Secret)>,
+    schemes: BTreeMap<String, Secret>,
+}
+
+impl Credentials {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a header sent with every request. The name must be an HTTP token and the value
+    /// one line.
+    pub fn with_header(mut self, name: &str, value: Secret) -> Result<Self, ConfigError> {
+        let name = name.trim();
+        if !is_token(name) {
+            return Err(ConfigError::BadHeader(
+                "(a name that is not an HTTP token)".into(),
+            ));
+        }
+        if value.expose().chars().any(|c| c.is_control()) {
+            return Err(ConfigError::BadHeader(format!(
+                "{name} (its value has a line break or control character)"
+            )));
+        }
+        self.headers.push((name.to_string(), value));
+        Ok(self)
+    }
+
+    /// Adds a header from a `Name: value` line, e.g. `Authorization: Bearer …`.
+    pub fn with_header_line(self, line: &str) -> Result<Self, ConfigError> {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(ConfigError::BadHeader("(a line without `Name:`)".into()));
+        };
+        self.with_header(name, Secret::new(value.trim()))
+    }
+
+    /// Sets the credential for a security scheme of the catalogue: the key for `apiKey`, the
+    /// token for `http` bearer and OAuth 2, `user:password` for `http` basic.
+    pub fn with_scheme(mut self, scheme: &str, value: Secret) -> Self {
+        self.schemes.insert(scheme.to_string(), value);
+        self
+    }
+
+    /// Credentials for the catalogue's security schemes from the environment
+    /// (`scheme_env_var` names the variables); schemes without a variable get none.
+    pub fn from_env(catalog: &Catalog) -> Self {
+        Self::from_lookup(catalog, |var| std::env::var(var).ok())
+    }
+
+    /// As `from_env`, reading variables through `lookup`.
+    pub fn from_lookup(catalog: &Catalog, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let mut credentials = Self::new();
+        for scheme in catalog.security_schemes.keys() {
+            if let Some(value) = lookup(&scheme_env_var(scheme)).filter(|v| !v.is_empty()) {
+                credentials = credentials.with_scheme(scheme, Secret::new(value));
+            }
+        }
+        credentials
+    }
+
+    /// Adds every header and scheme of `other`, whose entries win.
+    pub fn merge(mut self, other: Credentials) -> Self {
+        for (name, value) in other.headers {
+            self.headers
+                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
+            self.headers.push((name, value));
+        }
+        self.schemes.extend(other.schemes);
+        self
+    }
+
+    /// The names of the configured headers.
+    pub fn header_names(&self) -> impl Iterator<Item = &str> {
+        self.headers.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// Whether a credential is configured for `scheme`.
+    pub fn has_scheme(&self, scheme: &str) -> bool {
+        self.schemes.contains_key(scheme)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.headers.is_empty() && self.schemes.is_empty()
+    }
+
+    /// What to add to a request with these security alternatives: the first alternative whose
+    /// every scheme has a credential, plus the configured headers.
+    pub(crate) fn attach(
+        &self,
+        security: &[SecurityRequirement],
+        schemes: &BTreeMap<String, SecurityScheme>,
+    ) -> Attached {
+        let mut attached = Attached::default();
+        let usable = |name: &String| {
+            self.schemes.contains_key(name)
+                && schemes
+                    .get(name)
+                    .is_some_and(|s| *s != SecurityScheme::MutualTls)
+        };
+        let chosen = security
+            .iter()
+            .find(|alternative| alternative.keys().all(usable));
+        match chosen {
+            Some(alternative) => {
+                for name in alternative.keys() {
+                    let secret = self.schemes[name].expose();
+                    attached.used.push(name.clone());
+                    match &schemes[name] {
+                        SecurityScheme::ApiKey { name, location } => {
+                            let slot = match location {
+                                KeyLocation::Header => &mut attached.headers,
+                                KeyLocation::Query => &mut attached.query,
+                                KeyLocation::Cookie => &mut attached.cookies,
+                            };
+                            slot.push((name.clone(), secret.to_string()));
+                        }
+                        SecurityScheme::Http { scheme, .. } if scheme == "basic" => {
+                            let value = format!("Basic {}", base64(secret.as_bytes()));
+                            attached.headers.push(("Authorization".into(), value));
+                        }
+                        SecurityScheme::Http { scheme, .. } if scheme != "bearer" => {
+                            let value = format!("{} {secret}", capitalised(scheme));
+                            attached.headers.push(("Authorization".into(), value));
+                        }
+                        SecurityScheme::Http { .. } | SecurityScheme::OAuth2 => {
+                            let value = format!("Bearer {secret}");
+                            attached.headers.push(("Authorization".into(), value));
+                        }
+                        SecurityScheme::MutualTls => {}
+                    }
+                }
+            }
+            None if self.headers.is_empty() && !security.iter().any(|a| a.is_empty()) => {
+                if let Some(first) = security.first() {
+                    attached.missing = first.keys().cloned().collect();
+                }
+            }
+            None => {}
+        }
+        for (name, value) in &self.headers {
+            attached
+                .headers
+                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(name));
+            attached
+                .headers
+                .push((name.clone(), value.expose().to_string()));
+        }
+        attached
+    }
+
+    /// `text` with every credential (and the forms it is sent in: base64 for basic auth,
+    /// percent-encoded for a query, the token of `Bearer TOKEN`) replaced by `***`. Values
+    /// shorter than 4 characters are left alone: replacing them would garble the text.
+    pub fn redact(&self, text: &str) -> String {
+        let mut needles: Vec<String> = Vec::new();
+        let values = self
+            .headers
+            .iter()
+            .map(|(_, v)| v)
+            .chain(self.schemes.values());
+        for secret in values {
+            let value = secret.expose();
+            needles.push(value.to_string());
+            needles.push(base64(value.as_bytes()));
+            needles.push(crate::validate::encode_component(value));
+            if let Some((_, token)) = value.split_once(' ') {
+                needles.push(token.trim().to_string());
+            }
+        }
+        needles.retain(|n| n.chars().count() >= 4);
+        // Longest first, so a value is replaced whole before a part of it.
+        needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        needles.dedup();
+        let mut out = text.to_string();
+        for needle in needles {
+            if out.contains(&needle) {
+                out = out.replace(&needle, "***");
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, value)| (name, value))
+                    .collect::<Vec<_>>(),
+            )
+            .field("schemes", &self.schemes)
+            .finish()
+    }
+}
+
+/// What the credentials add to one request. Holds secret values: never logged or shown.
+#[derive(Default)]
+pub(crate) struct Attached {
+    pub headers: Vec<(String, String)>,
+    pub query: Vec<(String, String)>,
+    pub cookies: Vec<(String, String)>,
+    /// The schemes used.
+    pub used: Vec<String>,
+    /// The schemes of the operation's first security alternative, when none could be
+    /// satisfied and no header was configured either.
+    pub missing: Vec<String>,
+}
+
+/// Whether `name` is an HTTP header name (an RFC 9110 token).
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Standard base64 with padding (for basic auth).
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(base64(input.as_bytes()), expected);
+        }
+    }
+
+    #[test]
+    fn env_var_names_are_shouted_and_safe() {
+        assert_eq!(scheme_env_var("bearerAuth"), "WALKRAG_AUTH_BEARERAUTH");
+        assert_eq!(scheme_env_var("api-key.v2"), "WALKRAG_AUTH_API_KEY_V2");
+    }
+}
