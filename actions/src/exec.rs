@@ -351,24 +351,31 @@ impl Executor {
 
     /// The request `prepared` would send, without credentials.
     pub fn preview(&self, prepared: &Prepared) -> RequestPreview {
+        let attached = self
+            .config
+            .credentials
+            .attach(&prepared.security, &self.schemes);
+        // What goes out besides the credentials (inputs they replace are not sent).
+        let query = without(&prepared.query, &attached.query, str::eq);
+        let mut headers = without(
+            &prepared.headers,
+            &attached.headers,
+            str::eq_ignore_ascii_case,
+        );
+        let cookies = without(&prepared.cookies, &attached.cookies, str::eq);
         let base = self.base_for(prepared);
         let mut url = format!("{}{}", base.trim_end_matches('/'), prepared.path);
-        if !prepared.query.is_empty() {
+        if !query.is_empty() {
             url.push('?');
-            url.push_str(&prepared.query_string());
+            url.push_str(&encode_pairs(&query));
         }
-        let mut headers = prepared.headers.clone();
-        if !prepared.cookies.is_empty() {
-            headers.push(("Cookie".into(), cookie_header(&prepared.cookies)));
+        if !cookies.is_empty() {
+            headers.push(("Cookie".into(), cookie_header(&cookies)));
         }
         let body = prepared.body.as_ref().map(|body| {
             headers.push(("Content-Type".into(), body.content_type.clone()));
             body_text(body.encoding, &body.value)
         });
-        let attached = self
-            .config
-            .credentials
-            .attach(&prepared.security, &self.schemes);
         let mut credentials: Vec<String> = self
             .config
             .credentials
@@ -414,9 +421,10 @@ impl Executor {
             ));
         }
 
-        // The only place credentials meet the request.
+        // The only place credentials meet the request. A credential replaces an input of the
+        // same name: the model cannot choose what is sent in a credential's place.
         let base = self.base_for(prepared);
-        let mut query = prepared.query.clone();
+        let mut query = without(&prepared.query, &attached.query, str::eq);
         query.extend(attached.query.iter().cloned());
         let mut url = format!("{}{}", base.trim_end_matches('/'), prepared.path);
         if !query.is_empty() {
@@ -426,10 +434,15 @@ impl Executor {
         let method = reqwest::Method::from_bytes(prepared.method.as_str().as_bytes())
             .expect("an HTTP method");
         let mut request = self.client.request(method, &url);
-        for (name, value) in prepared.headers.iter().chain(&attached.headers) {
+        let headers = without(
+            &prepared.headers,
+            &attached.headers,
+            str::eq_ignore_ascii_case,
+        );
+        for (name, value) in headers.iter().chain(&attached.headers) {
             request = request.header(name.as_str(), value.as_str());
         }
-        let mut cookies = prepared.cookies.clone();
+        let mut cookies = without(&prepared.cookies, &attached.cookies, str::eq);
         cookies.extend(attached.cookies.iter().cloned());
         if !cookies.is_empty() {
             request = request.header("Cookie", cookie_header(&cookies));
@@ -578,6 +591,19 @@ impl Executor {
         };
         self.config.credentials.redact(&without_url)
     }
+}
+
+/// The pairs of `pairs` whose name no pair of `taken` has.
+fn without(
+    pairs: &[(String, String)],
+    taken: &[(String, String)],
+    same: fn(&str, &str) -> bool,
+) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .filter(|(name, _)| !taken.iter().any(|(t, _)| same(name, t)))
+        .cloned()
+        .collect()
 }
 
 fn is_absolute(url: &str) -> bool {

@@ -220,7 +220,16 @@ impl Action {
                     }
                     headers.push((input.wire_name.clone(), text));
                 }
-                Location::Cookie => cookies.push((input.wire_name.clone(), simple(&value, false))),
+                Location::Cookie => {
+                    let text = simple(&value, false);
+                    if text.chars().any(|c| c.is_control() || c == ';') {
+                        check.problem(
+                            &input.name,
+                            "a cookie value cannot hold `;` or a line break",
+                        );
+                    }
+                    cookies.push((input.wire_name.clone(), text));
+                }
                 Location::Body if input.wire_name.is_empty() => whole_body = Some(value),
                 Location::Body => {
                     body_fields.insert(input.wire_name.clone(), value);

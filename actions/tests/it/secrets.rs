@@ -216,6 +216,7 @@ paths:
     get:
       operationId: echo
       security: [{queryKey: []}]
+      parameters: [{name: api_key, in: query, schema: {type: string}}]
   /notes/1:
     get:
       operationId: basic
@@ -240,8 +241,13 @@ async fn query_keys_and_basic_auth_are_added_at_send_time_only() {
     };
     let executor = Executor::new(&catalog, config.clone()).unwrap();
 
+    // A value the model gives in a credential's place is not sent.
     let echo = executor
-        .call(catalog.get("echo").unwrap(), &json!({}), &AlwaysYes)
+        .call(
+            catalog.get("echo").unwrap(),
+            &json!({ "api_key": "guess" }),
+            &AlwaysYes,
+        )
         .await;
     let basic = executor
         .call(catalog.get("basic").unwrap(), &json!({}), &AlwaysYes)

@@ -239,6 +239,25 @@ fn unsafe_values_are_refused() {
         header.problems(),
         [problem("X-Request-Id", "a header value must be one line")]
     );
+    let cookie = walkrag_actions::Catalog::parse(
+        "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      \
+         operationId: a\n      parameters: [{name: session, in: cookie, schema: {type: string}}]\n",
+    )
+    .unwrap();
+    let a = cookie.get("a").unwrap();
+    assert_eq!(
+        a.prepare(&json!({ "session": "s1" })).unwrap().cookies,
+        [("session".to_string(), "s1".to_string())]
+    );
+    assert_eq!(
+        a.prepare(&json!({ "session": "s1; admin=1" }))
+            .unwrap_err()
+            .problems(),
+        [problem(
+            "session",
+            "a cookie value cannot hold `;` or a line break"
+        )]
+    );
     assert_eq!(
         empty.problems(),
         [problem(
