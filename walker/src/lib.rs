@@ -13,12 +13,14 @@ mod event;
 pub mod graph;
 pub mod html;
 pub mod jsonl;
+pub mod memory;
 pub mod passages;
 pub mod prompt;
 pub mod reply;
 mod run;
 mod single;
 mod strategy;
+pub mod support;
 mod trace;
 mod walk;
 
@@ -28,6 +30,7 @@ pub mod testing;
 pub use answer::{Answer, Cost, Termination};
 pub use control::{Control, CycleReport, PauseFn, Steer};
 pub use event::{Event, Sink};
+pub use memory::Memory;
 pub use single::Single;
 pub use strategy::{
     by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,

@@ -77,6 +77,8 @@ pub struct Options {
     pub k: Option<usize>,
     /// Most retrieval cycles (multi-cycle strategies).
     pub max_cycles: Option<usize>,
+    /// Facts remembered across questions (strategies that gather facts use it).
+    pub memory: Option<std::sync::Arc<crate::Memory>>,
 }
 
 /// A strategy picked by name.
@@ -98,6 +100,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
                 walk.max_cycles = max_cycles;
             }
             walk.control = options.control.clone();
+            walk.memory = options.memory.clone();
             Ok(Box::new(walk))
         }
         other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),

@@ -57,12 +57,19 @@ pub struct Fact {
     pub source: String,
     /// The chunk the source names, when it names one.
     pub chunk_id: Option<ChunkId>,
-    /// The source is a chunk the model was shown; untrusted facts are kept for the record but
-    /// never used as evidence.
+    /// The source is a chunk the model was shown, and the fact's words are in it; untrusted
+    /// facts are kept for the record but never used as evidence.
     pub trusted: bool,
     /// The source was a near miss of the chunk's id (a digit dropped or swapped), read as it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repaired: bool,
+    /// Its source was shown, but its words are not in that passage (see
+    /// [`crate::support`]): not trusted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsupported: bool,
+    /// Recalled from the memory of earlier questions (`--memory`), not read in this walk.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remembered: bool,
 }
 
 /// Where to look next, and what should be there.

@@ -3,6 +3,7 @@
 //! for a stated reason; then answer from the facts.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -13,11 +14,13 @@ use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
 use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
+use crate::memory::Memory;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match};
 use crate::run::Run;
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::support;
 use crate::trace::{Descriptor, Fact, RetrievedChunk, Step};
 
 /// The walker's settings.
@@ -43,9 +46,18 @@ pub struct Walk {
     /// When the model names nowhere to look but does not say the facts suffice, search with
     /// the question and the cycle's trusted facts: the second hop's names are in the facts.
     pub expand_from_facts: bool,
+    /// Facts of earlier questions: recalled before the first read, the walk's own trusted
+    /// facts stored after the answer. `None` (the default): every question starts afresh.
+    pub memory: Option<Arc<Memory>>,
     /// Stop and hint from outside.
     pub control: Control,
 }
+
+/// Most remembered facts recalled for a question.
+const RECALL_MAX: usize = 5;
+/// Least cosine similarity between the question and a remembered fact for it to be recalled
+/// (MiniLM: unrelated sentences score below 0.3, paraphrases above 0.7).
+const RECALL_MIN_SCORE: f32 = 0.5;
 
 impl Default for Walk {
     fn default() -> Self {
@@ -58,6 +70,7 @@ impl Default for Walk {
             time_budget: None,
             read_max_tokens: 400,
             expand_from_facts: true,
+            memory: None,
             control: Control::default(),
         }
     }
@@ -78,6 +91,7 @@ impl Strategy for Walk {
             "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
             "read_max_tokens": self.read_max_tokens,
             "expand_from_facts": self.expand_from_facts,
+            "memory": self.memory.as_ref().map(|m| m.path().display().to_string()),
         })
     }
 
@@ -100,7 +114,10 @@ impl Walk {
     ) -> Result<Answer, StrategyError> {
         let mut run = Run::new(self, question, env, sink);
         run.control = self.control.clone();
-        let mut facts: Vec<Fact> = Vec::new();
+        let mut facts: Vec<Fact> = match &self.memory {
+            Some(memory) => recall(&mut run, memory, question)?,
+            None => Vec::new(),
+        };
         // Hints (given before the walk or at a pause) are shown to the model in the next read
         // and searched for after it, ahead of the model's own descriptors.
         let mut hints_to_show: Vec<String> = self.control.take_hints();
@@ -194,6 +211,9 @@ impl Walk {
                 ranked.push(*id);
             }
         }
+        if let Some(memory) = &self.memory {
+            remember(&mut run, memory, question, &facts, cycle);
+        }
         Ok(run.finish(answered, ranked, termination, cycle))
     }
 
@@ -238,23 +258,32 @@ impl Walk {
             ..ChatRequest::default()
         };
         let shown: Vec<ChunkId> = run.read().to_vec();
+        let index = run.env.index;
+        let passage = |id: ChunkId| {
+            index.row_of(id).map(|row| {
+                let c = index.chunk(row);
+                format!(
+                    "{} {} {}",
+                    c.doc.title,
+                    c.section().path.join(" "),
+                    c.text()
+                )
+            })
+        };
+        let resolve = |item| resolve(item, cycle, question, &shown, &passage);
         let mut reader = Reader::new();
         // Each item is resolved once (sources matched to shown chunks) as it closes: its event
         // goes out at once, the item is kept for the trace.
         let mut resolved: Vec<Resolved> = Vec::new();
         let mut on_text = |text: &str| {
-            let fresh: Vec<Resolved> = reader
-                .push(text)
-                .into_iter()
-                .map(|i| resolve(i, cycle, &shown))
-                .collect();
+            let fresh: Vec<Resolved> = reader.push(text).into_iter().map(resolve).collect();
             let events = fresh.iter().filter_map(Resolved::event).collect();
             resolved.extend(fresh);
             events
         };
         let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
         for item in reader.finish() {
-            let item = resolve(item, cycle, &shown);
+            let item = resolve(item);
             if let Some(event) = item.event() {
                 run.emit(event);
             }
@@ -268,7 +297,15 @@ impl Walk {
         for item in resolved {
             match item {
                 Resolved::Fact(fact) => {
-                    if !fact.trusted {
+                    if fact.unsupported {
+                        run.note(
+                            cycle,
+                            format!(
+                                "fact not trusted: its words are not in its source {}",
+                                fact.source
+                            ),
+                        );
+                    } else if !fact.trusted {
                         run.note(
                             cycle,
                             format!(
@@ -379,8 +416,15 @@ impl Resolved {
 }
 
 /// Resolves a parsed item; facts are trusted when their source is a chunk in `shown` (or a
-/// near miss of exactly one, see [`reply::match_ids`]).
-fn resolve(item: Item, cycle: usize, shown: &[ChunkId]) -> Resolved {
+/// near miss of exactly one, see [`reply::match_ids`]) and `passage` of that chunk supports
+/// them (see [`support`]).
+fn resolve(
+    item: Item,
+    cycle: usize,
+    question: &str,
+    shown: &[ChunkId],
+    passage: &dyn Fn(ChunkId) -> Option<String>,
+) -> Resolved {
     match item {
         Item::Fact {
             fact,
@@ -388,14 +432,19 @@ fn resolve(item: Item, cycle: usize, shown: &[ChunkId]) -> Resolved {
             source,
         } => {
             let first = reply::match_ids(&source, shown).0.first().copied();
+            let supported = first
+                .and_then(|m| passage(m.id()))
+                .map(|text| support::is_supported(&fact, question, &text));
             Resolved::Fact(Fact {
                 cycle,
+                chunk_id: first.map(Match::id),
+                trusted: supported == Some(true),
+                unsupported: supported == Some(false),
+                repaired: matches!(first, Some(Match::Repaired(_))),
                 fact,
                 relevance,
                 source,
-                chunk_id: first.map(Match::id),
-                trusted: first.is_some(),
-                repaired: matches!(first, Some(Match::Repaired(_))),
+                remembered: false,
             })
         }
         Item::NextSource {
@@ -448,4 +497,65 @@ fn facts_text(facts: &[Fact]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Remembered facts close to the question, as facts known before the first read; their
+/// chunks count as read, so the walk's first retrieval brings new material.
+fn recall(run: &mut Run<'_>, memory: &Memory, question: &str) -> Result<Vec<Fact>, StrategyError> {
+    let vector = run.env.embedder.embed_one(question)?;
+    let recalled = memory.recall(
+        &vector,
+        run.env.embedder.id(),
+        run.env.index,
+        RECALL_MAX,
+        RECALL_MIN_SCORE,
+    );
+    run.note(
+        0,
+        format!(
+            "memory {}: {} of {} remembered facts recalled",
+            memory.path().display(),
+            recalled.len(),
+            memory.len()
+        ),
+    );
+    let facts: Vec<Fact> = recalled
+        .into_iter()
+        .map(|r| Fact {
+            cycle: 0,
+            fact: r.fact.fact,
+            relevance: format!("remembered from an earlier question: {}", r.fact.question),
+            source: r.fact.chunk_id.to_string(),
+            chunk_id: Some(r.fact.chunk_id),
+            trusted: true,
+            unsupported: false,
+            repaired: false,
+            remembered: true,
+        })
+        .collect();
+    let chunks: Vec<ChunkId> = facts.iter().filter_map(|f| f.chunk_id).collect();
+    run.mark_read(&chunks);
+    for fact in &facts {
+        run.trace.steps.push(Step::Fact(fact.clone()));
+        run.emit(Event::Fact(fact.clone()));
+    }
+    Ok(facts)
+}
+
+/// Stores the walk's own trusted facts. A failure to store is noted, not fatal: the answer
+/// stands without it.
+fn remember(run: &mut Run<'_>, memory: &Memory, question: &str, facts: &[Fact], cycle: usize) {
+    let found: Vec<(&str, ChunkId)> = facts
+        .iter()
+        .filter(|f| f.trusted && !f.remembered)
+        .filter_map(|f| Some((f.fact.as_str(), f.chunk_id?)))
+        .collect();
+    let message = match memory.remember(question, &found, run.env.embedder) {
+        Ok(stored) => format!(
+            "memory {}: {stored} new facts remembered",
+            memory.path().display()
+        ),
+        Err(e) => format!("facts not remembered: {e}"),
+    };
+    run.note(cycle, message);
 }

@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -12,7 +13,7 @@ use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::passages::describe;
 use walkrag_walker::{
-    by_name, Answer, Control, CycleReport, Env, Event, Options, SearchParams, Steer, Trace,
+    by_name, Answer, Control, CycleReport, Env, Event, Memory, Options, SearchParams, Steer, Trace,
 };
 
 /// Ask a question of the indexed documents.
@@ -26,7 +27,8 @@ use walkrag_walker::{
 ///   walk    read k chunks, note facts and where to look next, search there, read what is
 ///           new, and repeat until the facts suffice (or --max-cycles, default 3); then
 ///           answer from the facts. Facts stream to stderr as the model writes them;
-///           Ctrl-C stops the walk and answers from the facts so far.
+///           Ctrl-C stops the walk and answers from the facts so far. With --memory
+///           its facts are kept for later questions.
 ///   roam, toc, docs and actions are part of the command-line contract and arrive later.
 ///
 /// Exit code 1 when the model concludes the documents do not answer the question.
@@ -71,6 +73,11 @@ pub struct Args {
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
+    /// Remember the walk's facts in INDEX/memory.jsonl and start from the remembered facts
+    /// close to the question, so follow-up questions build on earlier ones. Remembered facts
+    /// are marked in the output and the trace; delete the file to forget.
+    #[arg(long)]
+    memory: bool,
 }
 
 /// The last line of `--json`.
@@ -101,10 +108,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let control = Control::new();
+    if args.memory && args.strategy != "walk" {
+        bail!("--memory works with the walk strategy (facts are what it remembers)");
+    }
+    let memory = if args.memory {
+        Some(Arc::new(Memory::of_index(&args.index)?))
+    } else {
+        None
+    };
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
         control: control.clone(),
+        memory,
     };
     let strategy = by_name(&args.strategy, &options)?;
     if args.k == Some(0) {
@@ -255,7 +271,8 @@ impl Human {
                     (true, Some(id)) => format!("[{id}]"),
                     _ => format!("(unverified source {:?})", fact.source),
                 };
-                let _ = writeln!(err, "  • {} {source}", fact.fact);
+                let recalled = if fact.remembered { " (remembered)" } else { "" };
+                let _ = writeln!(err, "  • {} {source}{recalled}", fact.fact);
             }
             Event::NextSource(d) => {
                 let _ = writeln!(err, "  → look for: {} — {}", d.next_source, d.expected_info);

@@ -122,6 +122,7 @@ fn ask_streams_events_and_writes_the_trace() {
             "--json",
             "--trace",
             "walk.html",
+            "--memory",
         ],
     );
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
@@ -141,6 +142,31 @@ fn ask_streams_events_and_writes_the_trace() {
     assert!((1..=2).contains(&last["cycles"].as_u64().unwrap()));
     let page = std::fs::read_to_string(dir.join("walk.html")).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg"));
+    // --memory: recalled before the walk (nothing yet), stored after it; said as notes.
+    let events = stdout(&out);
+    assert!(
+        events.contains("0 of 0 remembered facts recalled"),
+        "{events}"
+    );
+    assert!(events.contains("new facts remembered"), "{events}");
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "x",
+            "--strategy",
+            "single",
+            "--memory",
+            "--model",
+            MODEL,
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--memory works with the walk"),
+        "{}",
+        stderr(&out)
+    );
 
     // Strategies of the contract that are not built yet are refused clearly.
     let out = walkrag(dir, &["ask", "x", "--strategy", "roam", "--model", MODEL]);

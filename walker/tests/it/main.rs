@@ -2,5 +2,6 @@
 //! a word-hashing test embedder, and a scripted chat model that replays fixed replies.
 
 mod html;
+mod memory;
 mod single;
 mod walk;

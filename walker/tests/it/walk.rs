@@ -447,3 +447,43 @@ fn with_facts_but_nowhere_named_it_searches_with_the_question_and_facts() {
     let answer = block_on(off.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
     assert_eq!(answer.termination, Termination::NoDescriptors);
 }
+
+#[test]
+fn a_fact_its_source_does_not_support_is_not_trusted() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let model = ScriptedChatModel::new(vec![
+        // Born in Kessel: said of Velmora's record, which never mentions it.
+        reply(format!(
+            "{{\"fact\": \"Ilsa Brandt was born in Kessel in 1971 and trained as an engineer.\", \"relevance\": \"birthplace\", \"source\": \"{d1}\"}}\n\
+             {{\"fact\": \"Velmora is a river town.\", \"relevance\": \"the town\", \"source\": \"{d1}\"}}\n\
+             {{\"sufficient\": true}}"
+        )),
+        reply("Answer: not found".into()),
+    ]);
+    let answer = block_on(walk(2).run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    let facts: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Fact(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert!(facts[0].unsupported && !facts[0].trusted, "{:?}", facts[0]);
+    assert_eq!(facts[0].chunk_id, Some(d1), "the source itself was shown");
+    assert!(facts[1].trusted && !facts[1].unsupported, "{:?}", facts[1]);
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("its words are not in its source")
+    )));
+    // Only the supported fact reaches the answer step.
+    let requests = model.requests.lock().unwrap();
+    let answer_prompt = &requests[1].messages[1].content;
+    assert!(answer_prompt.contains("Velmora is a river town."));
+    assert!(
+        !answer_prompt.contains("- Ilsa Brandt was born in Kessel in 1971"),
+        "{answer_prompt}"
+    );
+}

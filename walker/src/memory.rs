@@ -1,0 +1,237 @@
+//! Memory (`--memory`): facts found by earlier walks on the same index, kept in a file beside
+//! it, embedded, and recalled when a later question is close to them, so a follow-up question
+//! starts from what is already known.
+//!
+//! Invariants:
+//! - The file is append-only JSON Lines, one fact per line, each line written whole and
+//!   synced; a line cut off by a crash is ignored (with a warning), never a reason to refuse
+//!   the rest.
+//! - A remembered fact is recalled only while the chunk it came from is in the index (a
+//!   re-indexed, changed document makes its old facts stale) and only with the embedder that
+//!   embedded it.
+//! - Only trusted facts are stored: read from a chunk the model was shown, and supported by
+//!   that chunk's words.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use walkrag_core::{EmbedError, Embedder};
+use walkrag_engine::{ChunkId, Index};
+
+/// The memory file's name in an index directory.
+pub const MEMORY_FILE: &str = "memory.jsonl";
+
+/// One remembered fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Remembered {
+    /// The question whose walk found it.
+    pub question: String,
+    pub fact: String,
+    pub chunk_id: ChunkId,
+    /// The embedder that embedded `vector`.
+    pub embedder: String,
+    pub vector: Vec<f32>,
+}
+
+/// A remembered fact found close to a question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    pub fact: Remembered,
+    /// Cosine similarity to the question.
+    pub score: f32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("memory {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("memory {path}, line {line}: {message}")]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("memory: {0}")]
+    Embed(#[from] EmbedError),
+}
+
+/// The remembered facts of one index, shared by the walks that use it.
+#[derive(Debug)]
+pub struct Memory {
+    path: PathBuf,
+    facts: Mutex<Vec<Remembered>>,
+}
+
+impl Memory {
+    /// The memory of the index in `index_dir` (empty when it has none yet).
+    pub fn of_index(index_dir: &Path) -> Result<Self, MemoryError> {
+        Self::open(&index_dir.join(MEMORY_FILE))
+    }
+
+    /// Reads the memory file at `path`; a missing file is an empty memory.
+    pub fn open(path: &Path) -> Result<Self, MemoryError> {
+        let io_error = |source| MemoryError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut facts = Vec::new();
+        match File::open(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(e)),
+            Ok(file) => {
+                let lines: Vec<String> = BufReader::new(file)
+                    .lines()
+                    .collect::<Result<_, _>>()
+                    .map_err(io_error)?;
+                let last = lines.len();
+                for (n, line) in lines.iter().enumerate() {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    match serde_json::from_str::<Remembered>(line) {
+                        Ok(fact) => facts.push(fact),
+                        // The last line may have been cut off by a crash mid-write.
+                        Err(e) if n + 1 == last => tracing::warn!(
+                            "memory {}: ignoring the unfinished last line ({e})",
+                            path.display()
+                        ),
+                        Err(e) => {
+                            return Err(MemoryError::Corrupt {
+                                path: path.to_path_buf(),
+                                line: n + 1,
+                                message: e.to_string(),
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            facts: Mutex::new(facts),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many facts are remembered.
+    pub fn len(&self) -> usize {
+        self.facts.lock().expect("memory lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Up to `n` remembered facts with a cosine similarity of at least `min_score` to
+    /// `query`, best first; facts from chunks no longer in `index`, or embedded by another
+    /// embedder, are passed over.
+    pub fn recall(
+        &self,
+        query: &[f32],
+        embedder: &str,
+        index: &Index,
+        n: usize,
+        min_score: f32,
+    ) -> Vec<Recalled> {
+        let facts = self.facts.lock().expect("memory lock");
+        let mut found: Vec<Recalled> = facts
+            .iter()
+            .filter(|f| f.embedder == embedder && index.row_of(f.chunk_id).is_some())
+            .map(|f| Recalled {
+                score: cosine(query, &f.vector),
+                fact: f.clone(),
+            })
+            .filter(|r| r.score >= min_score)
+            .collect();
+        found.sort_by(|a, b| b.score.total_cmp(&a.score));
+        found.truncate(n);
+        found
+    }
+
+    /// Embeds and stores facts `(text, chunk)` found for `question`, skipping any already
+    /// remembered for the same chunk; returns how many were stored.
+    pub fn remember(
+        &self,
+        question: &str,
+        facts: &[(&str, ChunkId)],
+        embedder: &dyn Embedder,
+    ) -> Result<usize, MemoryError> {
+        let mut known = self.facts.lock().expect("memory lock");
+        let mut fresh: Vec<(&str, ChunkId)> = Vec::new();
+        for &(text, chunk_id) in facts {
+            let key = normalise(text);
+            let seen = |f: &Remembered| f.chunk_id == chunk_id && normalise(&f.fact) == key;
+            if !key.is_empty()
+                && !known.iter().any(seen)
+                && !fresh
+                    .iter()
+                    .any(|&(t, c)| c == chunk_id && normalise(t) == key)
+            {
+                fresh.push((text, chunk_id));
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        let texts: Vec<&str> = fresh.iter().map(|&(t, _)| t).collect();
+        let vectors = embedder.embed(&texts)?;
+        let records: Vec<Remembered> = fresh
+            .iter()
+            .zip(vectors.rows())
+            .map(|(&(text, chunk_id), vector)| Remembered {
+                question: question.to_string(),
+                fact: text.to_string(),
+                chunk_id,
+                embedder: embedder.id().to_string(),
+                vector: vector.to_vec(),
+            })
+            .collect();
+        let mut body = String::new();
+        for record in &records {
+            body.push_str(&serde_json::to_string(record).expect("a fact serialises"));
+            body.push('\n');
+        }
+        let append = || -> io::Result<()> {
+            let mut file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            file.write_all(body.as_bytes())?;
+            file.sync_data()
+        };
+        append().map_err(|source| MemoryError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        let stored = records.len();
+        known.extend(records);
+        Ok(stored)
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return f32::MIN;
+    }
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let denom = norm(a) * norm(b);
+    if denom == 0.0 {
+        0.0
+    } else {
+        dot / denom
+    }
+}
+
+fn normalise(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
