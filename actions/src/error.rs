@@ -16,7 +16,10 @@ pub enum SpecError {
     #[error("not an OpenAPI document: no top-level `openapi` field")]
     NotOpenApi,
     /// Swagger 2.0 or an OpenAPI version other than 3.0 and 3.1.
-    #[error("unsupported OpenAPI version {0}: only 3.0 and 3.1 are read (convert Swagger 2.0 documents to 3.x first)")]
+    #[error(
+        "unsupported OpenAPI version {0}: only 3.0 and 3.1 are read \
+         (convert Swagger 2.0 documents to 3.x first)"
+    )]
     UnsupportedVersion(String),
     /// A `$ref` inside the document that points at nothing.
     #[error("$ref {reference} (at {at}) points at nothing in the document")]
@@ -35,7 +38,10 @@ pub enum SpecError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
     /// Neither a configured base URL nor an absolute `http(s)` server in the catalogue.
-    #[error("no base URL: the catalogue names no absolute http(s) server{0}; give one in the configuration")]
+    #[error(
+        "no base URL: the catalogue names no absolute http(s) server{0}; \
+         give one in the configuration"
+    )]
     NoBaseUrl(String),
     /// A base URL that is not an absolute `http(s)` URL.
     #[error("base URL {0:?} is not an absolute http:// or https:// URL")]

@@ -263,14 +263,14 @@ pub enum FailureKind {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.kind {
-            FailureKind::Timeout => "timed out",
-            FailureKind::Connect => "could not connect",
-            FailureKind::Other => "failed",
+        let (what, effect) = match self.kind {
+            FailureKind::Timeout => ("timed out", "It may or may not have been carried out."),
+            FailureKind::Connect => ("could not connect", "Nothing reached the server."),
+            FailureKind::Other => ("failed", "It may or may not have been carried out."),
         };
         write!(
             f,
-            "The request {what} ({} {}): {}. It may or may not have been carried out.",
+            "The request {what} ({} {}): {}. {effect}",
             self.request.method, self.request.url, self.message
         )
     }
@@ -399,11 +399,21 @@ impl Executor {
     pub async fn execute(&self, prepared: &Prepared, confirm: &dyn Confirm) -> Outcome {
         let preview = self.preview(prepared);
         if self.config.dry_run {
-            tracing::info!(operation = %preview.operation_id, method = %preview.method, url = %preview.url, "dry run: not sent");
+            tracing::info!(
+                operation = %preview.operation_id,
+                method = %preview.method,
+                url = %preview.url,
+                "dry run: not sent"
+            );
             return Outcome::DryRun(preview);
         }
         if preview.needs_confirmation && !confirm.confirm(&preview) {
-            tracing::info!(operation = %preview.operation_id, method = %preview.method, url = %preview.url, "declined: not sent");
+            tracing::info!(
+                operation = %preview.operation_id,
+                method = %preview.method,
+                url = %preview.url,
+                "declined: not sent"
+            );
             return Outcome::Declined(preview);
         }
         let credentials = &self.config.credentials;
@@ -453,7 +463,12 @@ impl Executor {
                 .body(body_text(body.encoding, &body.value));
         }
 
-        tracing::info!(operation = %preview.operation_id, method = %preview.method, url = %preview.url, "sending");
+        tracing::info!(
+            operation = %preview.operation_id,
+            method = %preview.method,
+            url = %preview.url,
+            "sending"
+        );
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => return Outcome::Failed(self.failure(preview, &error)),
@@ -480,7 +495,13 @@ impl Executor {
         if matches!(status.as_u16(), 401 | 403) && !attached.missing.is_empty() {
             notes.push("the server refused access; the user must configure credentials".into());
         }
-        tracing::info!(operation = %preview.operation_id, status = status.as_u16(), bytes = body.len(), cut = cut.is_some(), "response");
+        tracing::info!(
+            operation = %preview.operation_id,
+            status = status.as_u16(),
+            bytes = body.len(),
+            cut = cut.is_some(),
+            "response"
+        );
         Outcome::Response(Response {
             request: preview,
             status: status.as_u16(),
@@ -560,7 +581,13 @@ impl Executor {
             FailureKind::Timeout => format!("no answer within {:?}", self.config.timeout),
             _ => self.describe_error(error),
         };
-        tracing::warn!(operation = %request.operation_id, url = %request.url, kind = ?kind, error = %message, "request failed");
+        tracing::warn!(
+            operation = %request.operation_id,
+            url = %request.url,
+            kind = ?kind,
+            error = %message,
+            "request failed"
+        );
         Failure {
             request,
             kind,

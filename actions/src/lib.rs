@@ -62,4 +62,4 @@ pub use exec::{
 };
 pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
 pub use spec::{is_openapi, parse_document, Catalog};
-pub use validate::{encode_component, Invalid, Prepared, PreparedBody, Problem};
+pub use validate::{Invalid, Prepared, PreparedBody, Problem};

@@ -224,6 +224,7 @@ pub fn main_type(schema: &Value) -> Option<&str> {
 
 /// Whether a schema accepts `null` (3.0's `nullable`, 3.1's `"null"` in a type list).
 pub fn nullable(schema: &Value) -> bool {
+    let null_in_types = |names: &Vec<Value>| names.iter().any(|n| n == "null");
     schema.get("nullable").and_then(Value::as_bool) == Some(true)
-        || matches!(schema.get("type"), Some(Value::Array(names)) if names.iter().any(|n| n == "null"))
+        || matches!(schema.get("type"), Some(Value::Array(names)) if null_in_types(names))
 }

@@ -40,7 +40,8 @@ impl fmt::Display for Secret {
 pub const ENV_PREFIX: &str = "WALKRAG_AUTH_";
 
 /// The environment variable `Credentials::from_env` reads for a scheme: `WALKRAG_AUTH_` and
-/// the scheme's name in capitals, other characters as `_` (`bearerAuth` → `WALKRAG_AUTH_BEARERAUTH`).
+/// the scheme's name in capitals, other characters as `_`
+/// (`bearerAuth` → `WALKRAG_AUTH_BEARERAUTH`).
 pub fn scheme_env_var(scheme: &str) -> String {
     let name: String = scheme
         .chars()

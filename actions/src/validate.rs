@@ -22,7 +22,7 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 /// A value percent-encoded for a path segment or a query key or value.
-pub fn encode_component(value: &str) -> String {
+pub(crate) fn encode_component(value: &str) -> String {
     utf8_percent_encode(value, COMPONENT).to_string()
 }
 

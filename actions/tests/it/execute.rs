@@ -292,6 +292,12 @@ async fn http_errors_are_outcomes() {
             server.base_url
         )
     );
+    let json = serde_json::to_value(&missing).unwrap();
+    assert_eq!(
+        (json["outcome"].as_str(), json["status"].as_u64()),
+        (Some("response"), Some(404))
+    );
+    assert_eq!(serde_json::from_value::<Outcome>(json).unwrap(), missing);
     let broken = response(broken);
     assert_eq!(broken.status, 500);
     assert_eq!(body_json(&broken)["error"], "the database is down");

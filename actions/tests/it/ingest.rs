@@ -320,10 +320,10 @@ fn a_reference_to_another_file_is_refused() {
 
     let error = Catalog::parse(&spec).unwrap_err();
 
-    assert!(
-        matches!(&error, SpecError::ExternalRef { reference, .. } if reference == "folder.yaml#/Folder"),
-        "{error:?}"
-    );
+    let SpecError::ExternalRef { reference, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(reference, "folder.yaml#/Folder");
 }
 
 #[test]

@@ -57,6 +57,10 @@ async fn missing_required_inputs_are_named_and_nothing_is_sent() {
         create.to_string(),
         "Missing required inputs: title. Ask the user for them; do not guess."
     );
+    // Outcomes go into traces as JSON and come back.
+    let value = serde_json::to_value(&create).unwrap();
+    assert_eq!(value, json!({ "outcome": "invalid", "missing": ["title"] }));
+    assert_eq!(serde_json::from_value::<Outcome>(value).unwrap(), create);
 }
 
 #[test]
