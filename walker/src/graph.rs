@@ -47,11 +47,13 @@ pub enum EdgeKind {
     Asked,
     /// The descriptor's search returned the chunk.
     Found,
+    /// The first chunk's text names the second's document or section.
+    Linked,
     /// The answer cites the chunk, or rests on the fact.
     Supports,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Edge {
     pub from: String,
     pub to: String,
@@ -101,10 +103,29 @@ impl Graph {
                         EdgeKind::Found
                     };
                     for hit in &r.hits {
-                        if !read.contains(&hit.chunk_id) || !placed.insert(hit.chunk_id) {
+                        if !read.contains(&hit.chunk_id) {
                             continue;
                         }
                         let id = chunk_node(hit.chunk_id);
+                        // Every way a read chunk was found is an edge; its node is placed once.
+                        let edge = match hit.linked_from {
+                            Some(source) => Edge {
+                                from: chunk_node(source),
+                                to: id.clone(),
+                                kind: EdgeKind::Linked,
+                            },
+                            None => Edge {
+                                from: from.clone(),
+                                to: id.clone(),
+                                kind,
+                            },
+                        };
+                        if !graph.edges.contains(&edge) {
+                            graph.edges.push(edge);
+                        }
+                        if !placed.insert(hit.chunk_id) {
+                            continue;
+                        }
                         let text = index
                             .row_of(hit.chunk_id)
                             .map(|row| index.chunk(row).text().trim().to_string())
@@ -121,12 +142,7 @@ impl Graph {
                             text,
                             trusted: None,
                         });
-                        chunks_of_cycle.entry(r.cycle).or_default().push(id.clone());
-                        graph.edges.push(Edge {
-                            from: from.clone(),
-                            to: id,
-                            kind,
-                        });
+                        chunks_of_cycle.entry(r.cycle).or_default().push(id);
                     }
                 }
                 Step::Fact(f) => {

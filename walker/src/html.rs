@@ -66,6 +66,7 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
             EdgeKind::Retrieved | EdgeKind::Found => "#9ab",
             EdgeKind::Yielded => "#6a6",
             EdgeKind::Asked => "#d90",
+            EdgeKind::Linked => "#48c",
             EdgeKind::Supports => "#a6c",
         };
         let _ = writeln!(

@@ -13,6 +13,7 @@ mod event;
 pub mod graph;
 pub mod html;
 pub mod jsonl;
+pub mod links;
 pub mod memory;
 pub mod passages;
 pub mod prompt;
@@ -37,4 +38,4 @@ pub use strategy::{
     AVAILABLE, STRATEGY_NAMES,
 };
 pub use trace::{Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
-pub use walk::Walk;
+pub use walk::{Walk, LINKS_QUERY};

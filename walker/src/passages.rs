@@ -49,5 +49,6 @@ pub fn retrieved(c: &ChunkRef<'_>, score: f32, new: bool) -> RetrievedChunk {
         section_path: c.section().path.clone(),
         page: c.chunk.page,
         new,
+        linked_from: None,
     }
 }

@@ -129,19 +129,38 @@ impl<'a> Run<'a> {
                 passages::retrieved(&c, hit.score, new)
             })
             .collect();
-        self.trace.steps.push(Step::Retrieve(Retrieval {
-            cycle,
-            query: query.to_string(),
-            k,
-            hits: hits.clone(),
-            ms: started.elapsed().as_millis() as u64,
-        }));
+        let ms = started.elapsed().as_millis() as u64;
+        self.record_retrieval(cycle, query.to_string(), k, hits.clone(), ms);
+        Ok(hits)
+    }
+
+    /// Records chunks found for `query` (a search, or how else they were found), in the trace
+    /// and as an event.
+    pub fn record_retrieval(
+        &mut self,
+        cycle: usize,
+        query: String,
+        k: usize,
+        hits: Vec<RetrievedChunk>,
+        ms: u64,
+    ) {
         self.emit(Event::Retrieved {
             cycle,
-            query: query.to_string(),
+            query: query.clone(),
             chunks: hits.clone(),
         });
-        Ok(hits)
+        self.trace.steps.push(Step::Retrieve(Retrieval {
+            cycle,
+            query,
+            k,
+            hits,
+            ms,
+        }));
+    }
+
+    /// Whether a chunk has been shown to the model.
+    pub fn is_read(&self, id: ChunkId) -> bool {
+        self.read_set.contains(&id)
     }
 
     /// Calls the model, streaming its text to the event stream as `token` events when

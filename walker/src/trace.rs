@@ -116,6 +116,9 @@ pub struct RetrievedChunk {
     pub page: Option<u32>,
     /// Not read before this retrieval.
     pub new: bool,
+    /// Found by a link: the chunk whose text names this one's document or section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked_from: Option<ChunkId>,
 }
 
 /// One LLM call: the prompt as sent and the reply as received.

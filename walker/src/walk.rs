@@ -14,6 +14,7 @@ use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
 use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
+use crate::links::Links;
 use crate::memory::Memory;
 use crate::passages;
 use crate::prompt;
@@ -46,12 +47,19 @@ pub struct Walk {
     /// When the model names nowhere to look but does not say the facts suffice, search with
     /// the question and the cycle's trusted facts: the second hop's names are in the facts.
     pub expand_from_facts: bool,
+    /// Also follow the links of the cycle's passages (other documents and sections named in
+    /// the passages that gave trusted facts, and in the best new one; see [`crate::links`]),
+    /// the most relevant to the question first.
+    pub follow_links: bool,
     /// Facts of earlier questions: recalled before the first read, the walk's own trusted
     /// facts stored after the answer. `None` (the default): every question starts afresh.
     pub memory: Option<Arc<Memory>>,
     /// Stop and hint from outside.
     pub control: Control,
 }
+
+/// The query recorded for chunks found by links.
+pub const LINKS_QUERY: &str = "named in the passages read (links)";
 
 /// Most remembered facts recalled for a question.
 const RECALL_MAX: usize = 5;
@@ -70,6 +78,7 @@ impl Default for Walk {
             time_budget: None,
             read_max_tokens: 400,
             expand_from_facts: true,
+            follow_links: true,
             memory: None,
             control: Control::default(),
         }
@@ -91,6 +100,7 @@ impl Strategy for Walk {
             "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
             "read_max_tokens": self.read_max_tokens,
             "expand_from_facts": self.expand_from_facts,
+            "follow_links": self.follow_links,
             "memory": self.memory.as_ref().map(|m| m.path().display().to_string()),
         })
     }
@@ -126,11 +136,15 @@ impl Walk {
         run.emit(Event::Cycle { cycle });
         let first = run.retrieve(cycle, question, self.k, true)?;
         let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
+        // What each cycle read, in the order it was retrieved: the ranking interleaves them.
+        let mut cycles_read: Vec<Vec<ChunkId>> = Vec::new();
+        let mut links: Option<Links> = None;
         let termination = if new.is_empty() {
             Termination::NothingRetrieved
         } else {
             loop {
                 run.mark_read(&new);
+                cycles_read.push(new.clone());
                 let hints = std::mem::take(&mut hints_to_show);
                 let verdict = self
                     .read(&mut run, cycle, question, &facts, &new, &hints)
@@ -160,13 +174,20 @@ impl Walk {
                         descriptors.push(d);
                     }
                 }
+                let linked = if self.follow_links && sufficient != Some(true) {
+                    let links = links.get_or_insert_with(|| Links::of(run.env.index));
+                    self.linked(&run, question, links, &new, &cycle_facts)?
+                } else {
+                    (Vec::new(), 0)
+                };
                 facts.extend(cycle_facts);
-                if let Some(reason) = self.should_stop(&run, cycle, sufficient, &descriptors) {
+                let nowhere = descriptors.is_empty() && linked.0.is_empty();
+                if let Some(reason) = self.should_stop(&run, cycle, sufficient, nowhere) {
                     break reason;
                 }
                 cycle += 1;
                 run.emit(Event::Cycle { cycle });
-                new = self.follow(&mut run, cycle, &descriptors)?;
+                new = self.follow(&mut run, cycle, &descriptors, linked)?;
                 if new.is_empty() {
                     break Termination::NothingNew;
                 }
@@ -197,6 +218,7 @@ impl Walk {
             .copied()
             .take(self.answer_passages)
             .collect();
+        let ranking = rank(&cycles_read, &evidence, run.read());
         let answered = if shown.is_empty() {
             run.nothing_found()
         } else {
@@ -206,7 +228,7 @@ impl Walk {
                 .await?
         };
         let mut ranked: Vec<ChunkId> = answered.citations.clone();
-        for id in evidence.iter().chain(&rest) {
+        for id in &ranking {
             if !ranked.contains(id) {
                 ranked.push(*id);
             }
@@ -343,7 +365,7 @@ impl Walk {
         run: &Run<'_>,
         cycle: usize,
         sufficient: Option<bool>,
-        descriptors: &[Descriptor],
+        nowhere_to_look: bool,
     ) -> Option<Termination> {
         if run.control.is_stopped() {
             Some(Termination::Stopped)
@@ -355,43 +377,94 @@ impl Walk {
             Some(Termination::TokenBudget)
         } else if self.time_budget.is_some_and(|b| run.elapsed() >= b) {
             Some(Termination::TimeBudget)
-        } else if descriptors.is_empty() {
+        } else if nowhere_to_look {
             Some(Termination::NoDescriptors)
         } else {
             None
         }
     }
 
+    /// Unread chunks linked from the cycle's passages that gave trusted facts and from its
+    /// best new passage, the nearest to the question first, at most `k`.
+    fn linked(
+        &self,
+        run: &Run<'_>,
+        question: &str,
+        links: &Links,
+        new: &[ChunkId],
+        facts: &[Fact],
+    ) -> Result<(Vec<RetrievedChunk>, u64), StrategyError> {
+        let started = std::time::Instant::now();
+        let index = run.env.index;
+        let mut from: Vec<ChunkId> = new.iter().take(1).copied().collect();
+        for id in facts
+            .iter()
+            .filter(|f| f.trusted)
+            .filter_map(|f| f.chunk_id)
+        {
+            if !from.contains(&id) {
+                from.push(id);
+            }
+        }
+        // Each unread target with the first passage that names it.
+        let mut rows: Vec<(usize, ChunkId)> = Vec::new();
+        for &source in &from {
+            let Some(row) = index.row_of(source) else {
+                continue;
+            };
+            for target in links.named_in(index.chunk(row).text()) {
+                if !rows.iter().any(|&(r, _)| r == target) && !run.is_read(index.chunk(target).id())
+                {
+                    rows.push((target, source));
+                }
+            }
+        }
+        if rows.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let query = run.env.embedder.embed_one(question)?;
+        let mut scored: Vec<(usize, ChunkId, f32)> = rows
+            .into_iter()
+            .map(|(row, source)| (row, source, dot(&query, index.vector(row))))
+            .collect();
+        scored.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let hits = scored
+            .into_iter()
+            .take(self.k)
+            .map(|(row, source, score)| RetrievedChunk {
+                linked_from: Some(source),
+                ..passages::retrieved(&index.chunk(row), score, true)
+            })
+            .collect();
+        Ok((hits, started.elapsed().as_millis() as u64))
+    }
+
     /// Searches for each descriptor (unread chunks only: `retrieve` passes over read ones)
-    /// and merges the results by rank, up to `k` chunks.
+    /// and merges the results with the linked chunks by rank, up to `k` chunks.
     fn follow(
         &self,
         run: &mut Run<'_>,
         cycle: usize,
         descriptors: &[Descriptor],
+        (linked, ms): (Vec<RetrievedChunk>, u64),
     ) -> Result<Vec<ChunkId>, StrategyError> {
-        let mut lists: Vec<Vec<RetrievedChunk>> = Vec::new();
+        // Links first: they come from the passages themselves, a small model's descriptors
+        // often only restate the question.
+        let mut lists: Vec<Vec<ChunkId>> = vec![linked.iter().map(|h| h.chunk_id).collect()];
         let mut seen_queries = HashSet::new();
         for d in descriptors.iter().take(self.max_descriptors) {
             let query = d.query();
             if seen_queries.insert(query.to_lowercase()) {
-                lists.push(run.retrieve(cycle, &query, self.k, true)?);
+                let hits = run.retrieve(cycle, &query, self.k, true)?;
+                lists.push(hits.iter().map(|h| h.chunk_id).collect());
             }
         }
-        let mut merged: Vec<ChunkId> = Vec::new();
-        let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
-        'merge: for rank in 0..longest {
-            for list in &lists {
-                if let Some(hit) = list.get(rank) {
-                    if !merged.contains(&hit.chunk_id) {
-                        merged.push(hit.chunk_id);
-                        if merged.len() == self.k {
-                            break 'merge;
-                        }
-                    }
-                }
-            }
+        if !linked.is_empty() {
+            let from = LINKS_QUERY.to_string();
+            run.record_retrieval(cycle, from, self.k, linked, ms);
         }
+        let mut merged = interleave(&lists);
+        merged.truncate(self.k);
         Ok(merged)
     }
 }
@@ -558,4 +631,85 @@ fn remember(run: &mut Run<'_>, memory: &Memory, question: &str, facts: &[Fact], 
         Err(e) => format!("facts not remembered: {e}"),
     };
     run.note(cycle, message);
+}
+
+/// The lists merged by rank: every list's first, then every list's second, ..., each chunk
+/// once.
+fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
+    let mut merged: Vec<ChunkId> = Vec::new();
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    for rank in 0..longest {
+        for list in lists {
+            if let Some(&id) = list.get(rank) {
+                if !merged.contains(&id) {
+                    merged.push(id);
+                }
+            }
+        }
+    }
+    merged
+}
+
+/// The walk's ranking of what it read: the cycles' reads interleaved by rank (the question's
+/// best, the first follow-up's best, ...), each cycle's chunks that gave trusted facts ahead
+/// of the others; so a second hop found in cycle two ranks beside the first hop instead of
+/// after everything the question retrieved. Chunks read otherwise (remembered) come last.
+fn rank(cycles: &[Vec<ChunkId>], evidence: &[ChunkId], read: &[ChunkId]) -> Vec<ChunkId> {
+    let ordered: Vec<Vec<ChunkId>> = cycles
+        .iter()
+        .map(|c| {
+            let (first, rest): (Vec<ChunkId>, Vec<ChunkId>) =
+                c.iter().partition(|id| evidence.contains(id));
+            first.into_iter().chain(rest).collect()
+        })
+        .collect();
+    let mut ranked = interleave(&ordered);
+    for id in evidence.iter().chain(read) {
+        if !ranked.contains(id) {
+            ranked.push(*id);
+        }
+    }
+    ranked
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(n: std::ops::Range<u32>) -> Vec<ChunkId> {
+        n.map(|i| ChunkId::parse(&format!("{:08x}.0", i + 1)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn ranking_interleaves_cycles_with_each_cycles_evidence_first() {
+        let question = ids(0..5);
+        let second = ids(5..8);
+        let read: Vec<ChunkId> = question.iter().chain(&second).copied().collect();
+        // Cycle one's fourth chunk and cycle two's second gave trusted facts.
+        let evidence = [question[3], second[1]];
+        let ranked = rank(&[question.clone(), second.clone()], &evidence, &read);
+        assert_eq!(
+            ranked,
+            [
+                question[3],
+                second[1],
+                question[0],
+                second[0],
+                question[1],
+                second[2],
+                question[2],
+                question[4]
+            ]
+        );
+        // Remembered evidence not read in any cycle still ranks, after the cycles' reads.
+        let remembered = ids(9..10)[0];
+        let ranked = rank(&[question.clone()], &[remembered], &question);
+        assert_eq!(ranked.last(), Some(&remembered));
+        assert_eq!(ranked.len(), 6);
+    }
 }

@@ -94,9 +94,17 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
             "next_source",
             "cycle",
             "retrieved",
+            "retrieved",
             "fact"
         ]
     );
+    // Velmora's record names Ilsa Brandt, the title of d2: a link, followed too.
+    let Event::Retrieved { query, chunks, .. } = &events[6] else {
+        panic!()
+    };
+    assert_eq!(query, walkrag_walker::LINKS_QUERY);
+    assert_eq!(chunks[0].chunk_id, d2);
+    assert_eq!(chunks[0].linked_from, Some(d1));
     let Event::Retrieved { query, chunks, .. } = &events[5] else {
         panic!()
     };
@@ -148,6 +156,7 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
     assert!(has(&c1, "fact:1", EdgeKind::Yielded));
     assert!(has("fact:1", "descriptor:1", EdgeKind::Asked));
     assert!(has("descriptor:1", &c2, EdgeKind::Found));
+    assert!(has(&c1, &c2, EdgeKind::Linked));
     assert!(has(&c2, "fact:2", EdgeKind::Yielded));
     assert!(has(&c2, "answer", EdgeKind::Supports));
     assert_eq!(
@@ -428,10 +437,15 @@ fn with_facts_but_nowhere_named_it_searches_with_the_question_and_facts() {
             reply("Answer: x".into()),
         ]
     };
+    // Links would find Ilsa Brandt's record too; this is about the facts' search alone.
+    let unlinked = Walk {
+        follow_links: false,
+        ..walk(4)
+    };
     let model = ScriptedChatModel::new(turns());
     let mut events = Vec::new();
     let answer =
-        block_on(walk(4).run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+        block_on(unlinked.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
     assert_eq!(answer.termination, Termination::Sufficient);
     assert_eq!(answer.cycles, 2);
     assert!(events
@@ -441,7 +455,7 @@ fn with_facts_but_nowhere_named_it_searches_with_the_question_and_facts() {
 
     let off = Walk {
         expand_from_facts: false,
-        ..walk(4)
+        ..unlinked
     };
     let model = ScriptedChatModel::new(turns());
     let answer = block_on(off.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
@@ -486,4 +500,56 @@ fn a_fact_its_source_does_not_support_is_not_trusted() {
         !answer_prompt.contains("- Ilsa Brandt was born in Kessel in 1971"),
         "{answer_prompt}"
     );
+}
+
+#[test]
+fn links_in_the_passages_lead_to_the_second_hop_when_the_model_names_none() {
+    let t = test_index();
+    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
+        unreachable!()
+    };
+    // Facts but no descriptor; Velmora's record names "Ilsa Brandt", the title of d2.
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}"
+        )),
+        reply(format!(
+            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"r\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
+        )),
+        reply(format!("Answer: Kessel [{d2}]")),
+    ]);
+    let strategy = Walk {
+        k: 2,
+        expand_from_facts: false,
+        ..walk(3)
+    };
+    let answer = block_on(strategy.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    assert_eq!(answer.termination, Termination::Sufficient);
+    assert_eq!(answer.cycles, 2);
+    let links: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) if r.query == walkrag_walker::LINKS_QUERY => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0].hits[0].chunk_id, d2);
+    assert_eq!(links[0].hits[0].linked_from, Some(d1));
+    assert_eq!(answer.ranked[0], d2, "cited");
+    // Off: nowhere to look.
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}"
+        )),
+        reply("Answer: not found".into()),
+    ]);
+    let off = Walk {
+        follow_links: false,
+        ..strategy
+    };
+    let answer = block_on(off.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    assert_eq!(answer.termination, Termination::NoDescriptors);
 }
