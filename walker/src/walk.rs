@@ -137,7 +137,12 @@ impl Walk {
         let first = run.retrieve(cycle, question, self.k, true)?;
         let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
         // What each cycle read, in the order it was retrieved: the ranking interleaves them.
+        // Remembered facts' chunks are what is known before the first cycle.
+        let remembered: Vec<ChunkId> = facts.iter().filter_map(|f| f.chunk_id).collect();
         let mut cycles_read: Vec<Vec<ChunkId>> = Vec::new();
+        if !remembered.is_empty() {
+            cycles_read.push(remembered);
+        }
         let mut links: Option<Links> = None;
         let termination = if new.is_empty() {
             Termination::NothingRetrieved
@@ -198,7 +203,6 @@ impl Walk {
             reason: termination,
         });
 
-        // Chunks that yielded trusted facts first, then the rest in the order read.
         let mut evidence: Vec<ChunkId> = Vec::new();
         for fact in facts.iter().filter(|f| f.trusted) {
             let id = fact.chunk_id.expect("trusted facts name a chunk");
@@ -206,19 +210,10 @@ impl Walk {
                 evidence.push(id);
             }
         }
-        let rest: Vec<ChunkId> = run
-            .read()
-            .iter()
-            .copied()
-            .filter(|id| !evidence.contains(id))
-            .collect();
-        let shown: Vec<ChunkId> = evidence
-            .iter()
-            .chain(&rest)
-            .copied()
-            .take(self.answer_passages)
-            .collect();
+        // The answer sees the best of every cycle, not only the first cycle's passages: the
+        // second hop is what a later cycle found.
         let ranking = rank(&cycles_read, &evidence, run.read());
+        let shown: Vec<ChunkId> = ranking.iter().copied().take(self.answer_passages).collect();
         let answered = if shown.is_empty() {
             run.nothing_found()
         } else {
@@ -653,7 +648,7 @@ fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
 /// The walk's ranking of what it read: the cycles' reads interleaved by rank (the question's
 /// best, the first follow-up's best, ...), each cycle's chunks that gave trusted facts ahead
 /// of the others; so a second hop found in cycle two ranks beside the first hop instead of
-/// after everything the question retrieved. Chunks read otherwise (remembered) come last.
+/// after everything the question retrieved. Anything else read comes last.
 fn rank(cycles: &[Vec<ChunkId>], evidence: &[ChunkId], read: &[ChunkId]) -> Vec<ChunkId> {
     let ordered: Vec<Vec<ChunkId>> = cycles
         .iter()
@@ -708,7 +703,7 @@ mod tests {
         );
         // Remembered evidence not read in any cycle still ranks, after the cycles' reads.
         let remembered = ids(9..10)[0];
-        let ranked = rank(&[question.clone()], &[remembered], &question);
+        let ranked = rank(std::slice::from_ref(&question), &[remembered], &question);
         assert_eq!(ranked.last(), Some(&remembered));
         assert_eq!(ranked.len(), 6);
     }
