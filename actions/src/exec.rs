@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,12 @@ pub struct ExecutorConfig {
     pub credentials: Credentials,
     /// Send nothing; every call returns the request it would have sent.
     pub dry_run: bool,
+    /// In a dry run, still ask for confirmation where a real run would (before returning the
+    /// request): for evaluations that check it is asked. Off: a dry run asks nothing.
+    pub confirm_dry_runs: bool,
+    /// Where every request built to be sent is recorded (sent, dry run or declined), with
+    /// whether it was confirmed: what an evaluation counts unconfirmed changes from.
+    pub audit: Option<AuditLog>,
 }
 
 impl Default for ExecutorConfig {
@@ -73,7 +80,61 @@ impl Default for ExecutorConfig {
             max_response_bytes: 16 * 1024,
             credentials: Credentials::default(),
             dry_run: false,
+            confirm_dry_runs: false,
+            audit: None,
         }
+    }
+}
+
+/// One request the executor built to send, as its audit log records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// The request, without credentials.
+    pub request: RequestPreview,
+    /// Whether the user was asked to confirm it.
+    pub confirmation_asked: bool,
+    /// Whether the user said yes (false when not asked).
+    pub confirmed: bool,
+    /// Whether it went out (false for a dry run or a refusal).
+    pub sent: bool,
+}
+
+impl Dispatch {
+    /// A request that changes something and went out, or would have in a dry run, without the
+    /// user being asked: what must never happen (a refused one goes nowhere).
+    pub fn is_unconfirmed_change(&self) -> bool {
+        self.request.needs_confirmation && !self.confirmation_asked
+    }
+
+    /// Whether it was stopped by a refusal.
+    pub fn declined(&self) -> bool {
+        self.confirmation_asked && !self.confirmed
+    }
+}
+
+/// The requests an executor built, in order; clones share the log. Holds no credentials.
+#[derive(Clone, Default)]
+pub struct AuditLog(Arc<Mutex<Vec<Dispatch>>>);
+
+impl AuditLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything recorded so far.
+    pub fn entries(&self) -> Vec<Dispatch> {
+        self.0.lock().expect("audit log lock").clone()
+    }
+
+    fn push(&self, dispatch: Dispatch) {
+        self.0.lock().expect("audit log lock").push(dispatch);
+    }
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.lock().map(|entries| entries.len()).unwrap_or(0);
+        write!(f, "AuditLog({n} requests)")
     }
 }
 
@@ -398,16 +459,21 @@ impl Executor {
     /// panics or errs: refusals, dry runs, HTTP errors and network failures are outcomes.
     pub async fn execute(&self, prepared: &Prepared, confirm: &dyn Confirm) -> Outcome {
         let preview = self.preview(prepared);
-        if self.config.dry_run {
-            tracing::info!(
-                operation = %preview.operation_id,
-                method = %preview.method,
-                url = %preview.url,
-                "dry run: not sent"
-            );
-            return Outcome::DryRun(preview);
-        }
-        if preview.needs_confirmation && !confirm.confirm(&preview) {
+        let dry_run = self.config.dry_run;
+        let ask = preview.needs_confirmation && (!dry_run || self.config.confirm_dry_runs);
+        let confirmed = ask && confirm.confirm(&preview);
+        let audit = |sent: bool| {
+            if let Some(log) = &self.config.audit {
+                log.push(Dispatch {
+                    request: preview.clone(),
+                    confirmation_asked: ask,
+                    confirmed,
+                    sent,
+                });
+            }
+        };
+        if ask && !confirmed {
+            audit(false);
             tracing::info!(
                 operation = %preview.operation_id,
                 method = %preview.method,
@@ -416,6 +482,17 @@ impl Executor {
             );
             return Outcome::Declined(preview);
         }
+        if dry_run {
+            audit(false);
+            tracing::info!(
+                operation = %preview.operation_id,
+                method = %preview.method,
+                url = %preview.url,
+                "dry run: not sent"
+            );
+            return Outcome::DryRun(preview);
+        }
+        audit(true);
         let credentials = &self.config.credentials;
         let attached = credentials.attach(&prepared.security, &self.schemes);
         let mut notes = prepared.coerced.clone();

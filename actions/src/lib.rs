@@ -46,9 +46,12 @@
 mod action;
 mod error;
 mod exec;
+mod record;
+mod review;
 mod schema;
 mod secret;
 mod spec;
+mod strategy;
 mod validate;
 
 pub use action::{
@@ -57,9 +60,11 @@ pub use action::{
 };
 pub use error::{ConfigError, SpecError};
 pub use exec::{
-    AlwaysNo, AlwaysYes, Confirm, Cut, Executor, ExecutorConfig, Failure, FailureKind, Outcome,
-    RequestPreview, Response,
+    AlwaysNo, AlwaysYes, AuditLog, Confirm, Cut, Dispatch, Executor, ExecutorConfig, Failure,
+    FailureKind, Outcome, RequestPreview, Response,
 };
+pub use record::{ActionRecord, ACTION_KIND};
 pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
 pub use spec::{is_openapi, parse_document, Catalog};
+pub use strategy::{missing_question, Actions, Api, Conversation, SYSTEM_PROMPT, TOOLS_PROMPT};
 pub use validate::{Invalid, Prepared, PreparedBody, Problem};

@@ -30,6 +30,12 @@ pub enum Termination {
     Stopped,
     /// The index returned nothing for the question.
     NothingRetrieved,
+    /// `actions`: the model replied to the user (after a request, or without one).
+    Responded,
+    /// `actions`: the user was asked something (missing inputs, an unclear request).
+    AskedUser,
+    /// `actions`: a dry run built the request and stopped before sending it.
+    DryRun,
 }
 
 impl Termination {
@@ -44,6 +50,9 @@ impl Termination {
             Termination::TimeBudget => "time_budget",
             Termination::Stopped => "stopped",
             Termination::NothingRetrieved => "nothing_retrieved",
+            Termination::Responded => "responded",
+            Termination::AskedUser => "asked_user",
+            Termination::DryRun => "dry_run",
         }
     }
 }

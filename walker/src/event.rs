@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::trace::{Descriptor, Fact, RetrievedChunk};
+use crate::trace::{ActionStep, Descriptor, Fact, RetrievedChunk};
 
 /// One thing that happened. Serialized with a `"type"` tag (`retrieved`, `token`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,6 +26,9 @@ pub enum Event {
     /// Something the user should know (a chunk dropped to fit the context, a citation of a
     /// chunk that was never shown).
     Note { message: String },
+    /// An action of the `actions` strategy (an operation found, called, confirmed or not, a
+    /// question to the user, a reply) and what came of it.
+    Action(ActionStep),
 }
 
 /// Where events go. Any `FnMut(Event) + Send` closure is a sink.

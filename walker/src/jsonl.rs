@@ -6,6 +6,9 @@
 //! prose around or between objects (skipped), a JSON array instead of lines, a trailing
 //! comma, a last object cut off by the token limit (closed and read), snake_case or other
 //! spellings of the keys, and a Markdown table with fact/relevance/source columns.
+//!
+//! [`ObjectReader`] reads the same way but returns every object whole, whatever its keys, for
+//! protocols of their own (the `actions` strategy's `{"action": ...}` lines).
 
 use serde_json::{Map, Value};
 
@@ -27,6 +30,83 @@ pub enum Item {
     Skipped(String),
 }
 
+/// What an [`ObjectReader`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Raw {
+    /// A JSON object (repaired where a small model broke it), or a Markdown table row read as
+    /// one (column name → cell).
+    Object(Map<String, Value>),
+    /// Text that is not an object (kept for the trace).
+    Skipped(String),
+}
+
+/// What the scan produces: items, or in object mode whole objects.
+enum Out {
+    Item(Item),
+    Object(Map<String, Value>),
+}
+
+impl Out {
+    fn is_skipped(&self) -> bool {
+        matches!(self, Out::Item(Item::Skipped(_)))
+    }
+
+    fn into_item(self) -> Item {
+        match self {
+            Out::Item(item) => item,
+            // Only object mode makes objects; an item reader never sees one.
+            Out::Object(object) => Item::Skipped(Value::Object(object).to_string()),
+        }
+    }
+
+    fn into_raw(self) -> Raw {
+        match self {
+            Out::Object(object) => Raw::Object(object),
+            Out::Item(Item::Skipped(text)) => Raw::Skipped(text),
+            // Object mode reads no items; an object reader never sees one.
+            Out::Item(other) => Raw::Skipped(format!("{other:?}")),
+        }
+    }
+}
+
+/// Reads JSON Lines like [`Reader`], returning each object whole instead of reading facts
+/// out of it. Feed it with [`push`](Self::push), end with [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct ObjectReader {
+    inner: Reader,
+}
+
+impl Default for ObjectReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ObjectReader {
+    pub fn new() -> Self {
+        Self {
+            inner: Reader {
+                objects: true,
+                ..Reader::default()
+            },
+        }
+    }
+
+    /// Reads `text`, returning the objects (and skipped lines) completed by it.
+    pub fn push(&mut self, text: &str) -> Vec<Raw> {
+        self.inner
+            .scan(text)
+            .into_iter()
+            .map(Out::into_raw)
+            .collect()
+    }
+
+    /// Ends the stream: a last object cut short is closed and read.
+    pub fn finish(&mut self) -> Vec<Raw> {
+        self.inner.end().into_iter().map(Out::into_raw).collect()
+    }
+}
+
 /// Feed it text as it streams in with [`push`](Self::push); call [`finish`](Self::finish)
 /// at the end of the stream.
 #[derive(Debug, Default)]
@@ -42,6 +122,8 @@ pub struct Reader {
     escape: bool,
     /// Column names of a Markdown table being read.
     table: Option<Vec<String>>,
+    /// Object mode ([`ObjectReader`]): objects are returned whole.
+    objects: bool,
 }
 
 impl Reader {
@@ -51,6 +133,16 @@ impl Reader {
 
     /// Reads `text`, returning the items completed by it.
     pub fn push(&mut self, text: &str) -> Vec<Item> {
+        self.scan(text).into_iter().map(Out::into_item).collect()
+    }
+
+    /// Ends the stream: a last object cut short is closed and read, a last line outside
+    /// objects is read.
+    pub fn finish(&mut self) -> Vec<Item> {
+        self.end().into_iter().map(Out::into_item).collect()
+    }
+
+    fn scan(&mut self, text: &str) -> Vec<Out> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.push_str(text);
         let mut items = Vec::new();
@@ -87,7 +179,7 @@ impl Reader {
             } else if b == b'}' {
                 self.depth -= 1;
                 if self.depth == 0 {
-                    items.extend(read_object(&buf[start..=i]));
+                    items.extend(read_object(&buf[start..=i], self.objects));
                     self.start = None;
                     line_start = i + 1;
                 }
@@ -103,9 +195,7 @@ impl Reader {
         items
     }
 
-    /// Ends the stream: a last object cut short is closed and read, a last line outside
-    /// objects is read.
-    pub fn finish(&mut self) -> Vec<Item> {
+    fn end(&mut self) -> Vec<Out> {
         let mut items = Vec::new();
         let rest = std::mem::take(&mut self.buf);
         match self.start.take() {
@@ -121,16 +211,16 @@ impl Reader {
                 // complete value.
                 let mut closed = text.clone();
                 closed.push_str(&"}".repeat(self.depth));
-                let parsed = read_object(&closed);
-                if parsed.iter().all(|i| matches!(i, Item::Skipped(_))) {
+                let parsed = read_object(&closed, self.objects);
+                if parsed.iter().all(Out::is_skipped) {
                     if let Some(cut) = text.rfind([',', '{']) {
                         let mut shorter = text[..cut].to_string();
                         if text.as_bytes()[cut] == b'{' {
                             shorter.push('{');
                         }
                         shorter.push_str(&"}".repeat(self.depth));
-                        let retry = read_object(&shorter);
-                        if retry.iter().any(|i| !matches!(i, Item::Skipped(_))) {
+                        let retry = read_object(&shorter, self.objects);
+                        if retry.iter().any(|i| !i.is_skipped()) {
                             items.extend(retry);
                             return items;
                         }
@@ -149,7 +239,7 @@ impl Reader {
 
     /// Text outside objects: table rows are read, fences and blank lines ignored, anything
     /// else skipped. `whole` says the line is complete.
-    fn outside(&mut self, line: &str, whole: bool, items: &mut Vec<Item>) {
+    fn outside(&mut self, line: &str, whole: bool, items: &mut Vec<Out>) {
         let line = line.trim();
         if line.is_empty() || line.starts_with("```") || matches!(line, "[" | "]" | "," | "],") {
             return;
@@ -167,10 +257,10 @@ impl Reader {
         {
             return;
         }
-        items.push(Item::Skipped(line.to_string()));
+        items.push(Out::Item(Item::Skipped(line.to_string())));
     }
 
-    fn table_row(&mut self, line: &str, items: &mut Vec<Item>) {
+    fn table_row(&mut self, line: &str, items: &mut Vec<Out>) {
         let cells: Vec<String> = line
             .trim_matches('|')
             .split('|')
@@ -185,38 +275,45 @@ impl Reader {
         match &self.table {
             None => self.table = Some(cells.iter().map(|c| key(c)).collect()),
             Some(columns) if columns.len() != cells.len() => {
-                items.push(Item::Skipped(line.to_string()));
+                items.push(Out::Item(Item::Skipped(line.to_string())));
             }
             Some(columns) => {
                 let mut object = Map::new();
                 for (column, cell) in columns.iter().zip(cells) {
                     object.insert(column.clone(), Value::String(cell));
                 }
+                if self.objects {
+                    items.push(Out::Object(object));
+                    return;
+                }
                 let found = items_of(&object);
                 if found.is_empty() {
-                    items.push(Item::Skipped(line.to_string()));
+                    items.push(Out::Item(Item::Skipped(line.to_string())));
                 }
-                items.extend(found);
+                items.extend(found.into_iter().map(Out::Item));
             }
         }
     }
 }
 
-/// The items of one `{...}` text, repaired where a small model broke it.
-fn read_object(text: &str) -> Vec<Item> {
+/// The items of one `{...}` text (in object mode, the object itself), repaired where a small
+/// model broke it.
+fn read_object(text: &str, objects: bool) -> Vec<Out> {
     let parsed = serde_json::from_str::<Value>(text)
         .ok()
         .or_else(|| serde_json::from_str::<Value>(&repair(text)).ok());
+    let skipped = || vec![Out::Item(Item::Skipped(text.to_string()))];
     match parsed {
+        Some(Value::Object(object)) if objects => vec![Out::Object(object)],
         Some(Value::Object(object)) => {
             let items = items_of(&object);
             if items.is_empty() {
-                vec![Item::Skipped(text.to_string())]
+                skipped()
             } else {
-                items
+                items.into_iter().map(Out::Item).collect()
             }
         }
-        _ => vec![Item::Skipped(text.to_string())],
+        _ => skipped(),
     }
 }
 
@@ -449,6 +546,40 @@ mod tests {
             ]
         );
     }
+    #[test]
+    fn object_reader_returns_objects_whole_and_items_are_read_as_before() {
+        let text = "```json\n{\"action\": \"execute_action\", \"params\": {\"id\": 7,}}\n```\nDone.\n{\"fact\": \"A\", \"source\": \"s\"}\n{\"action\": \"respond\", \"text\": \"cut sh";
+        for size in [1, 4, 1000] {
+            let mut reader = ObjectReader::new();
+            let mut got = Vec::new();
+            let mut piece = String::new();
+            for c in text.chars() {
+                piece.push(c);
+                if piece.len() >= size {
+                    got.extend(reader.push(&piece));
+                    piece.clear();
+                }
+            }
+            got.extend(reader.push(&piece));
+            got.extend(reader.finish());
+            let object = |v: serde_json::Value| Raw::Object(v.as_object().unwrap().clone());
+            assert_eq!(
+                got,
+                vec![
+                    object(serde_json::json!({"action": "execute_action", "params": {"id": 7}})),
+                    Raw::Skipped("Done.".into()),
+                    object(serde_json::json!({"fact": "A", "source": "s"})),
+                    object(serde_json::json!({"action": "respond", "text": "cut sh"})),
+                ],
+                "pieces of {size}"
+            );
+        }
+        // The item reader still skips objects without its keys.
+        assert_eq!(
+            read_in_pieces("{\"action\": \"respond\"}", 3),
+            vec![Item::Skipped("{\"action\": \"respond\"}".into())]
+        );
+    }
 }
 
 #[cfg(test)]
@@ -486,5 +617,34 @@ mod properties {
             let whole = read_split(&text, &[]);
             prop_assert_eq!(read_split(&text, &cuts), whole);
         }
+
+        /// The same for whole objects.
+        #[test]
+        fn any_text_any_pieces_as_objects(
+            text in r#"([{}\[\]",:\\|\n a-zé]|"action"|"params"|true|```)*"#,
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let whole = read_objects_split(&text, &[]);
+            prop_assert_eq!(read_objects_split(&text, &cuts), whole);
+        }
+    }
+
+    fn read_objects_split(text: &str, cuts: &[usize]) -> Vec<Raw> {
+        let mut reader = ObjectReader::new();
+        let mut items = Vec::new();
+        let mut last = 0;
+        let mut points: Vec<usize> = cuts
+            .iter()
+            .map(|c| c % (text.len() + 1))
+            .filter(|&c| text.is_char_boundary(c))
+            .collect();
+        points.sort_unstable();
+        for cut in points {
+            items.extend(reader.push(&text[last..cut]));
+            last = cut;
+        }
+        items.extend(reader.push(&text[last..]));
+        items.extend(reader.finish());
+        items
     }
 }

@@ -37,5 +37,5 @@ pub use strategy::{
     by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,
     AVAILABLE, STRATEGY_NAMES,
 };
-pub use trace::{Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+pub use trace::{ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
 pub use walk::{Walk, LINKS_QUERY};

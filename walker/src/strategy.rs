@@ -65,8 +65,8 @@ impl StrategyError {
 /// Every strategy name the CLI contract knows, in the order `--help` lists them.
 pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
 
-/// The strategies this build can run.
-pub const AVAILABLE: [&str; 2] = ["walk", "single"];
+/// The strategies this build can run (`actions` needs an API: see [`by_name`]).
+pub const AVAILABLE: [&str; 3] = ["walk", "single", "actions"];
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
 #[derive(Debug, Clone, Default)]
@@ -81,7 +81,9 @@ pub struct Options {
     pub memory: Option<std::sync::Arc<crate::Memory>>,
 }
 
-/// A strategy picked by name.
+/// A strategy picked by name. `actions` is not built here: it needs an API to call (a
+/// catalogue, an executor with its credentials, a confirmation), which the CLI sets up
+/// (`walkrag ask --strategy actions`) and a library builds with `walkrag_actions::Actions`.
 pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, UnknownStrategy> {
     match name {
         "single" => {
@@ -103,6 +105,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.memory = options.memory.clone();
             Ok(Box::new(walk))
         }
+        "actions" => Err(UnknownStrategy::NeedsApi),
         other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),
         other => Err(UnknownStrategy::Unknown(other.to_string())),
     }
@@ -114,4 +117,10 @@ pub enum UnknownStrategy {
     Unknown(String),
     #[error("the {0:?} strategy is not in this version yet; available: {available}", available = AVAILABLE.join(", "))]
     NotYet(String),
+    #[error(
+        "the actions strategy calls an API and is set up from an index of OpenAPI operations: \
+         `walkrag ask REQUEST --strategy actions` or `walkrag eval --spec SPEC --requests FILE` \
+         (in Rust, walkrag_actions::Actions)"
+    )]
+    NeedsApi,
 }

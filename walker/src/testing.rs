@@ -13,7 +13,7 @@ use crate::{Env, Event, SearchParams};
 use futures_core::Stream;
 use walkrag_core::{
     ChatError, ChatModel, ChatRequest, Delta, DeltaStream, EmbedError, Embedder, Embeddings,
-    FinishReason, Usage,
+    FinishReason, ToolCall, Usage,
 };
 use walkrag_engine::{Index, Quiet, UpdateOptions};
 
@@ -67,6 +67,9 @@ impl Embedder for FakeWordEmbedder {
 pub enum Turn {
     Reply(String),
     Fail(ChatError),
+    /// Tool calls (for a model made [`with_tools`](ScriptedChatModel::with_tools)), streamed
+    /// as `Delta::ToolCall` pieces (id and name first, the arguments in two halves).
+    Tools(Vec<ToolCall>),
 }
 
 /// A chat model that replays `turns` in order and records every request. Its prompt "tokens"
@@ -76,6 +79,8 @@ pub struct ScriptedChatModel {
     turns: Mutex<VecDeque<Turn>>,
     pub requests: Mutex<Vec<ChatRequest>>,
     pub context_length: usize,
+    /// What `supports_tools` says (false unless made [`with_tools`](Self::with_tools)).
+    pub tools: bool,
 }
 
 impl ScriptedChatModel {
@@ -84,7 +89,14 @@ impl ScriptedChatModel {
             turns: Mutex::new(turns.into()),
             requests: Mutex::new(Vec::new()),
             context_length: 100_000,
+            tools: false,
         }
+    }
+
+    /// The same model, saying it takes tools natively.
+    pub fn with_tools(mut self) -> Self {
+        self.tools = true;
+        self
     }
 
     pub fn prompt_tokens(request: &ChatRequest) -> usize {
@@ -105,7 +117,7 @@ impl ChatModel for ScriptedChatModel {
         Some(self.context_length)
     }
     fn supports_tools(&self) -> bool {
-        false
+        self.tools
     }
     fn stream(&self, request: ChatRequest) -> DeltaStream {
         let prompt_tokens = Self::prompt_tokens(&request);
@@ -135,6 +147,34 @@ impl ChatModel for ScriptedChatModel {
                 }));
             }
             Some(Turn::Fail(e)) => items.push_back(Err(e)),
+            Some(Turn::Tools(calls)) => {
+                for (index, call) in calls.iter().enumerate() {
+                    let half = call.arguments.len() / 2;
+                    let half = (0..=half)
+                        .rev()
+                        .find(|&i| call.arguments.is_char_boundary(i))
+                        .unwrap_or(0);
+                    items.push_back(Ok(Delta::ToolCall {
+                        index,
+                        id: Some(call.id.clone()),
+                        name: Some(call.name.clone()),
+                        arguments: call.arguments[..half].to_string(),
+                    }));
+                    items.push_back(Ok(Delta::ToolCall {
+                        index,
+                        id: None,
+                        name: None,
+                        arguments: call.arguments[half..].to_string(),
+                    }));
+                }
+                items.push_back(Ok(Delta::Done {
+                    usage: Usage {
+                        prompt_tokens,
+                        completion_tokens: calls.len() * 10,
+                    },
+                    finish: FinishReason::ToolCalls,
+                }));
+            }
             None => items.push_back(Err(ChatError::Permanent("the script has ended".into()))),
         }
         Box::pin(Replay(items))
@@ -166,9 +206,16 @@ pub struct TestIndex {
 }
 
 pub fn test_index() -> TestIndex {
+    index_of(CORPUS)
+}
+
+/// An index of `corpus` (JSON Lines records, as `walkrag index` reads a `.jsonl` file) built
+/// with [`FakeWordEmbedder`] in a temporary directory.
+pub fn index_of(corpus: &str) -> TestIndex {
     let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus.jsonl");
-    std::fs::write(&corpus, CORPUS).unwrap();
+    let path_of_corpus = dir.path().join("corpus.jsonl");
+    std::fs::write(&path_of_corpus, corpus).unwrap();
+    let corpus = path_of_corpus;
     let path = dir.path().join("index");
     build(&path, &corpus);
     let index = Index::open(&path).unwrap();

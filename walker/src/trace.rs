@@ -45,6 +45,54 @@ pub enum Step {
         cycle: usize,
         message: String,
     },
+    /// An action of the `actions` strategy and what came of it.
+    Action(ActionStep),
+}
+
+/// One action the `actions` strategy took for the model (`find_actions`, `execute_action`,
+/// `ask_user`, `respond`) and what came of it. Holds no credentials: the request is the
+/// preview the user confirms, made before credentials are added.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ActionStep {
+    /// The turn (1-based): one model call, or the search that starts a request.
+    pub cycle: usize,
+    /// `find_actions`, `execute_action`, `ask_user` or `respond`.
+    pub action: String,
+    /// The operation the model named (`execute_action`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+    /// The inputs as the model wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
+    /// The inputs checked against the operation, after the repairs below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_params: Option<serde_json::Value>,
+    /// What the strategy changed in the model's inputs before checking them (a name read as
+    /// another, a value dropped because the user never gave it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
+    /// The required inputs the user was asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<String>,
+    /// The search query (`find_actions`), the question (`ask_user`) or the reply (`respond`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `None`: no confirmation was asked; else the user's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
+    /// The request as built (method, URL, headers, body; never credentials): sent, would
+    /// have been sent (dry run) or declined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<serde_json::Value>,
+    /// What came of it: `found`, `response`, `dry_run`, `declined`, `failed`, `invalid`,
+    /// `missing`, `unknown_operation`, `asked`, `responded`, `unreadable`, `not_run`.
+    pub outcome: String,
+    /// The HTTP status, when a server answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// What the model was told (the tool result).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub result: String,
 }
 
 /// A fact read in a passage.

@@ -1,6 +1,7 @@
 //! walkrag-actions end to end: reading OpenAPI documents (`ingest`), checking inputs
 //! (`validate`), sending requests to a real HTTP server on 127.0.0.1 (`execute`, `server`),
-//! keeping credentials out of everything the model or a log sees (`secrets`), and the crate's
+//! keeping credentials out of everything the model or a log sees (`secrets`), the `actions`
+//! strategy with a scripted model against that server (`strategy`), and the crate's
 //! dependencies (`crate_graph`).
 
 mod crate_graph;
@@ -8,6 +9,7 @@ mod execute;
 mod ingest;
 mod secrets;
 mod server;
+mod strategy;
 mod validate;
 
 use walkrag_actions::{Action, Catalog, Executor, ExecutorConfig};

@@ -17,7 +17,7 @@ const KEY: &str = "key-walkrag-HUSH-9876543210";
 
 /// Everything logged, as text.
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl io::Write for Logs {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -31,7 +31,7 @@ impl io::Write for Logs {
 }
 
 impl Logs {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 }

@@ -13,7 +13,8 @@ use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::passages::describe;
 use walkrag_walker::{
-    by_name, Answer, Control, CycleReport, Env, Event, Memory, Options, SearchParams, Steer, Trace,
+    by_name, Answer, Control, CycleReport, Env, Event, Memory, Options, SearchParams, Steer,
+    Strategy, Trace,
 };
 
 /// Ask a question of the indexed documents.
@@ -29,21 +30,31 @@ use walkrag_walker::{
 ///           answer from the facts. Facts stream to stderr as the model writes them;
 ///           Ctrl-C stops the walk and answers from the facts so far. With --memory
 ///           its facts are kept for later questions.
-///   roam, toc, docs and actions are part of the command-line contract and arrive later.
+///   actions carry out a request with an HTTP API whose OpenAPI spec was indexed
+///           (walkrag index openapi.yaml): the operations that fit are found in the
+///           index, the model picks one and fills in its inputs, and walkrag sends it.
+///           Missing required inputs are asked for by name, never made up; anything but
+///           GET/HEAD/OPTIONS is shown (method, URL, body) and sent only once confirmed
+///           on the terminal (--yes confirms all; without a terminal, changes are
+///           refused); --dry-run sends nothing. Credentials come from --header and
+///           WALKRAG_AUTH_<SCHEME> variables and never reach the model.
+///   roam, toc and docs are part of the command-line contract and arrive later.
 ///
-/// Exit code 1 when the model concludes the documents do not answer the question.
+/// Exit code 1 when the model concludes the documents do not answer the question (actions:
+/// when the request was not carried out, e.g. a question was asked or it was declined).
 ///
 /// Examples:
 ///   walkrag ask "Who chairs the board, and where was she born?"
 ///   walkrag ask "What drove revenue growth?" -k 8 --model openai:gpt-4o-mini
 ///   walkrag ask "..." --json --trace trace.json
+///   walkrag ask "Add a pet named Rex" --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
 pub struct Args {
     question: String,
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single (roam, toc, docs and actions are still to come).
+    /// Retrieval strategy: walk, single, actions (roam, toc and docs are still to come).
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
@@ -78,6 +89,8 @@ pub struct Args {
     /// are marked in the output and the trace; delete the file to forget.
     #[arg(long)]
     memory: bool,
+    #[command(flatten)]
+    actions: super::actions::ActionFlags,
 }
 
 /// The last line of `--json`.
@@ -122,7 +135,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         control: control.clone(),
         memory,
     };
-    let strategy = by_name(&args.strategy, &options)?;
+    let actions = args.strategy == "actions";
+    let strategy = if actions {
+        None
+    } else {
+        Some(by_name(&args.strategy, &options)?)
+    };
     if args.k == Some(0) {
         bail!("-k must be at least 1");
     }
@@ -131,6 +149,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let strategy: Box<dyn Strategy> = match strategy {
+        Some(strategy) => strategy,
+        None => {
+            let confirm = super::actions::confirmation(&args.actions);
+            let mut actions = super::actions::strategy(&index, &args.actions, confirm)?;
+            if let Some(k) = args.k {
+                actions.k = k;
+            }
+            if let Some(turns) = args.max_cycles {
+                actions.max_turns = turns;
+            }
+            actions.control = control.clone();
+            Box::new(actions)
+        }
+    };
     let model = super::load_chat_model(&args.model)?;
     let env = Env {
         index: &index,
@@ -277,6 +310,7 @@ impl Human {
             Event::NextSource(d) => {
                 let _ = writeln!(err, "  → look for: {} — {}", d.next_source, d.expected_info);
             }
+            Event::Action(step) => super::actions::show_action(&mut err, &step),
             Event::Token { text } => {
                 if !self.answering {
                     self.answering = true;
@@ -296,7 +330,12 @@ impl Human {
             writeln!(out)?;
         }
         if !answer.citations.is_empty() {
-            writeln!(out, "\nSources:")?;
+            let heading = if answer.trace.strategy == "actions" {
+                "Operations called"
+            } else {
+                "Sources"
+            };
+            writeln!(out, "\n{heading}:")?;
             for id in &answer.citations {
                 if let Some(row) = index.row_of(*id) {
                     let c = index.chunk(row);

@@ -1,15 +1,19 @@
 //! `walkrag index`: build or update the document index.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use anyhow::ensure;
+use anyhow::{ensure, Context};
 use indicatif::ProgressBar;
+use sha2::{Digest, Sha256};
+use walkrag_actions::{is_openapi, Catalog};
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
 use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
 
-/// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora.
+/// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora, and the
+/// operations of OpenAPI specs.
 ///
 /// Each PATH is a file or a directory (walked recursively; .gitignore and .ignore are
 /// honoured, hidden entries skipped). Re-running updates only what changed: new and edited
@@ -20,9 +24,15 @@ use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, Upd
 /// The index is written crash-safely: until the new version is complete, the previous one
 /// stays in place and usable, whatever happens to this process.
 ///
+/// An OpenAPI 3.0/3.1 spec (a .yaml, .yml or .json file named as a PATH, recognised by its
+/// `openapi` field) is indexed as one record per operation, for `ask --strategy actions`:
+/// the records are written to INDEX/actions/ as a JSON Lines corpus and indexed from
+/// there, so re-indexing a changed spec embeds only the operations that changed.
+///
 /// Examples:
 ///   walkrag index docs/ annual-report.pdf
 ///   walkrag index corpus.jsonl --index /tmp/corpus-index
+///   walkrag index petstore.yaml
 #[derive(clap::Args)]
 pub struct Args {
     /// Files or directories to index.
@@ -158,9 +168,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact_below: args.exact_below,
         },
     };
+    let paths = specs_as_records(&args.index, &args.paths)?;
     let bars = Bars::new();
-    let summary =
-        walkrag_engine::update(&args.index, &args.paths, &embedder, &spec, &options, &bars);
+    let summary = walkrag_engine::update(&args.index, &paths, &embedder, &spec, &options, &bars);
     bars.clear();
     let summary = summary?;
 
@@ -223,4 +233,83 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where a spec's action records are kept: `INDEX/actions/STEM-HASH.jsonl`, the hash of the
+/// spec's absolute path keeping specs of the same name apart.
+pub fn records_path(index: &Path, spec: &Path) -> PathBuf {
+    let digest = Sha256::digest(spec.to_string_lossy().as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let stem = spec
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "spec".into());
+    index.join("actions").join(format!("{stem}-{hash}.jsonl"))
+}
+
+/// `paths` with each OpenAPI spec among the files replaced by its action records (one JSON
+/// Lines record per operation, written to [`records_path`] when they changed): the engine
+/// indexes them like any corpus, re-embedding only the operations that changed.
+pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let Some(catalog) = spec_at(path) else {
+            out.push(path.clone());
+            continue;
+        };
+        let catalog = catalog?;
+        let absolute = std::fs::canonicalize(path)
+            .with_context(|| format!("cannot resolve {}", path.display()))?;
+        let records = records_path(index, &absolute);
+        write_if_changed(&records, &catalog.records_jsonl(&absolute))?;
+        eprintln!(
+            "{}: {} API operations ({} {}), indexed from {}",
+            path.display(),
+            catalog.actions.len(),
+            catalog.title,
+            catalog.version,
+            records.display()
+        );
+        out.push(records);
+    }
+    Ok(out)
+}
+
+/// The catalogue of `path` when it is a file holding an OpenAPI document (`None` for
+/// anything else, left to the engine); an OpenAPI document that cannot be read is an error.
+fn spec_at(path: &Path) -> Option<anyhow::Result<Catalog>> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    if !matches!(extension.as_str(), "yaml" | "yml" | "json") || !path.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    if !is_openapi(&text) {
+        return None;
+    }
+    Some(Catalog::parse(&text).with_context(|| {
+        format!(
+            "{} is an OpenAPI document walkrag cannot read",
+            path.display()
+        )
+    }))
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename, unless the file already
+/// holds exactly that (its time stamp then stays as it was).
+pub fn write_if_changed(path: &Path, contents: &str) -> anyhow::Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == contents.as_bytes()) {
+        return Ok(());
+    }
+    let dir = path.parent().expect("a file in a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(contents.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))
 }

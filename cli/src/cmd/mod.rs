@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the helpers they share.
 
+pub mod actions;
 pub mod ask;
 pub mod bench;
 pub mod bench_llm;

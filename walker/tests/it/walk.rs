@@ -82,6 +82,7 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
             Event::NextSource(_) => "next_source",
             Event::Token { .. } => "token",
             Event::Note { .. } => "note",
+            Event::Action(_) => "action",
         })
         .filter(|k| *k != "token")
         .collect();

@@ -1,0 +1,74 @@
+//! Actions as index records: one JSON Lines record per operation, which `walkrag index`
+//! writes beside the index and indexes like any `.jsonl` corpus. The engine knows nothing of
+//! OpenAPI; the `actions` strategy finds records by their `kind` and reads the operation and
+//! its spec back from their metadata.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::Action;
+use crate::spec::Catalog;
+
+/// The `kind` of an action record: what the `actions` strategy searches for.
+pub const ACTION_KIND: &str = "action";
+
+/// One operation as an index record (`{"id", "title", "text", ...metadata}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// The operation id: the document id in the index.
+    pub id: String,
+    /// `METHOD /path — summary`.
+    pub title: String,
+    /// What is embedded: [`Action::embed_text`].
+    pub text: String,
+    /// Always [`ACTION_KIND`].
+    pub kind: String,
+    pub operation_id: String,
+    pub method: String,
+    pub path: String,
+    /// The spec file the operation comes from (absolute), for the executor to read.
+    pub spec: String,
+}
+
+impl ActionRecord {
+    pub fn of(action: &Action, spec: &Path) -> Self {
+        let mut title = format!("{} {}", action.method, action.path);
+        if let Some(summary) = &action.summary {
+            let summary = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !summary.is_empty() {
+                title.push_str(" — ");
+                title.push_str(&summary);
+            }
+        }
+        Self {
+            id: action.operation_id.clone(),
+            title,
+            text: action.embed_text(),
+            kind: ACTION_KIND.to_string(),
+            operation_id: action.operation_id.clone(),
+            method: action.method.as_str().to_string(),
+            path: action.path.clone(),
+            spec: spec.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+impl Catalog {
+    /// One record per operation, in catalogue order; `spec` is recorded as the file to read
+    /// the operations back from.
+    pub fn records(&self, spec: &Path) -> Vec<ActionRecord> {
+        self.actions
+            .iter()
+            .map(|action| ActionRecord::of(action, spec))
+            .collect()
+    }
+
+    /// The records as JSON Lines, one per line, each line ending with a newline.
+    pub fn records_jsonl(&self, spec: &Path) -> String {
+        self.records(spec)
+            .iter()
+            .map(|record| serde_json::to_string(record).expect("a record serialises") + "\n")
+            .collect()
+    }
+}

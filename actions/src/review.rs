@@ -1,0 +1,345 @@
+//! What the `actions` strategy checks in a model's inputs before the executor sees them:
+//! inputs grouped the way the model imagined (`{"body": {...}}`), names near an input's
+//! (`id` for `noteId`), placeholders (`"<noteId>"`, `""`), and values the user never gave.
+//! A dropped value is never replaced: a required input dropped here is asked for.
+
+use serde_json::{Map, Value};
+
+use crate::action::{words, Action};
+
+/// Keys a model groups inputs under (`{"path": {...}, "body": {...}}`); their fields are
+/// read as inputs when the action has no input of that name.
+const GROUPS: [&str; 10] = [
+    "body",
+    "requestbody",
+    "path",
+    "query",
+    "params",
+    "parameters",
+    "data",
+    "json",
+    "inputs",
+    "payload",
+];
+
+/// The inputs to check, and what was changed on the way.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Reviewed {
+    pub params: Map<String, Value>,
+    /// One line per change, for the trace and the model.
+    pub repairs: Vec<String>,
+}
+
+/// Reviews `params` for `action`. With `grounded`, a value whose words are not in `said` (what
+/// the user wrote, and what the API answered) is dropped.
+pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool) -> Reviewed {
+    let mut out = Reviewed::default();
+    let given = match params {
+        Value::Object(map) => flatten(action, map, &mut out.repairs),
+        Value::Null => Map::new(),
+        // Not an object: left for `prepare` to explain.
+        other => {
+            out.params.insert("params".into(), other.clone());
+            return out;
+        }
+    };
+    let said = Words::of(said);
+    for (name, value) in given {
+        let name = rename(action, &name, &out.params, &mut out.repairs);
+        if value.is_null() {
+            continue;
+        }
+        if is_placeholder(&value, &name) {
+            out.repairs.push(format!(
+                "{name}: dropped {value}, a placeholder, not a value"
+            ));
+            continue;
+        }
+        if grounded && !said.grounds(&value) {
+            out.repairs
+                .push(format!("{name}: dropped {value}: the user did not give it"));
+            continue;
+        }
+        out.params.insert(name, value);
+    }
+    out
+}
+
+/// Fields of groups (`body`, `path`, …) the action does not have as inputs, lifted to the top.
+fn flatten(
+    action: &Action,
+    map: &Map<String, Value>,
+    repairs: &mut Vec<String>,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, value) in map {
+        let group = GROUPS.contains(&squash(key).as_str()) && action.input(key).is_none();
+        match value {
+            Value::Object(fields) if group => {
+                repairs.push(format!("{key}: its fields read as inputs"));
+                for (name, field) in fields {
+                    out.entry(name.clone()).or_insert_with(|| field.clone());
+                }
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The input a name given by the model means: itself when the action has it (or one equal
+/// up to case, `_` and `-`, which `prepare` reads), else the one input not given yet whose
+/// words contain all of the name's (`id` → `noteId`), else the name as given.
+fn rename(
+    action: &Action,
+    name: &str,
+    taken: &Map<String, Value>,
+    repairs: &mut Vec<String>,
+) -> String {
+    let loose = squash(name);
+    if action.inputs.iter().any(|i| squash(&i.name) == loose) {
+        return name.to_string();
+    }
+    let mine = words(name);
+    if mine.is_empty() {
+        return name.to_string();
+    }
+    let candidates: Vec<&str> = action
+        .inputs
+        .iter()
+        .filter(|input| !taken.contains_key(&input.name))
+        .filter(|input| {
+            let theirs = words(&input.name);
+            mine.iter().all(|w| theirs.contains(w))
+        })
+        .map(|input| input.name.as_str())
+        .collect();
+    match candidates[..] {
+        [one] => {
+            repairs.push(format!("{name}: read as {one}"));
+            one.to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// `""`, `"<id>"`, `"{id}"`, `"string"`, the input's own name, …: what a model writes when
+/// it has no value.
+fn is_placeholder(value: &Value, name: &str) -> bool {
+    let Value::String(text) = value else {
+        return false;
+    };
+    let text = text.trim();
+    let lower = text.to_lowercase();
+    let wrapped = |open: char, close: char| text.starts_with(open) && text.ends_with(close);
+    text.is_empty()
+        || wrapped('<', '>')
+        || wrapped('{', '}')
+        || wrapped('[', ']')
+        || squash(text) == squash(name)
+        || matches!(
+            lower.as_str(),
+            "string"
+                | "integer"
+                | "number"
+                | "value"
+                | "unknown"
+                | "null"
+                | "none"
+                | "n/a"
+                | "?"
+                | "..."
+                | "tbd"
+                | "todo"
+                | "xxx"
+        )
+}
+
+/// A name without case, `_`, `-` or spaces.
+pub(crate) fn squash(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The words of a text, for telling whether a value was given in it.
+pub(crate) struct Words {
+    lower: String,
+    words: Vec<String>,
+}
+
+impl Words {
+    pub fn of(text: &str) -> Self {
+        Self {
+            lower: text.to_lowercase(),
+            words: tokens(text),
+        }
+    }
+
+    /// Whether `value` was given: a string appears whole, or at least half its words do; a
+    /// number appears as a word; every item of a list and every field of an object is given;
+    /// booleans need no words.
+    pub fn grounds(&self, value: &Value) -> bool {
+        match value {
+            Value::Null | Value::Bool(_) => true,
+            Value::Number(n) => {
+                let text = n.to_string();
+                self.lower.contains(&text) && tokens(&text).iter().all(|t| self.has(t))
+            }
+            Value::String(s) => {
+                let s = s.trim().to_lowercase();
+                if s.is_empty() {
+                    return false;
+                }
+                if s.len() >= 3 && self.lower.contains(&s) {
+                    return true;
+                }
+                let mine = tokens(&s);
+                if mine.is_empty() {
+                    return false;
+                }
+                let found = mine.iter().filter(|w| self.has(w)).count();
+                found * 2 >= mine.len()
+            }
+            Value::Array(items) => items.iter().all(|item| self.grounds(item)),
+            Value::Object(fields) => fields.values().all(|field| self.grounds(field)),
+        }
+    }
+
+    fn has(&self, word: &str) -> bool {
+        self.words.iter().any(|w| same_word(w, word))
+    }
+}
+
+/// Lower-case alphanumeric words, a plural `s` dropped.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let w = w.to_lowercase();
+            match w.strip_suffix('s') {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+                _ => w,
+            }
+        })
+        .collect()
+}
+
+/// Equal, or forms of one word (`archive`/`archived`, `publish`/`published`): the shorter
+/// has four letters or more and the longer starts with all but at most its last two.
+fn same_word(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() < 4 || short.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let common = short
+        .chars()
+        .zip(long.chars())
+        .take_while(|(x, y)| x == y)
+        .count();
+    common + 2 >= short.chars().count() && common >= 4
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::Catalog;
+
+    const SPEC: &str = r#"
+openapi: 3.0.3
+info: {title: T, version: "1"}
+paths:
+  /notes/{noteId}:
+    put:
+      operationId: replaceNote
+      parameters:
+        - {name: noteId, in: path, required: true, schema: {type: string}}
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [title]
+              properties:
+                title: {type: string}
+                status: {type: string, enum: [draft, published, archived]}
+                priority: {type: integer}
+"#;
+
+    fn action() -> Action {
+        Catalog::parse(SPEC).unwrap().actions.remove(0)
+    }
+
+    #[test]
+    fn values_the_user_gave_are_kept_others_dropped() {
+        let said = "Rename note 17 to Weekly groceries and archive it";
+        let reviewed = review(
+            &action(),
+            &json!({"noteId": "17", "title": "Weekly Groceries", "status": "archived", "priority": 3}),
+            said,
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"noteId": "17", "title": "Weekly Groceries", "status": "archived"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            ["priority: dropped 3: the user did not give it"]
+        );
+        // Without grounding, only placeholders go.
+        let reviewed = review(
+            &action(),
+            &json!({"noteId": "<noteId>", "priority": 3}),
+            said,
+            false,
+        );
+        assert_eq!(Value::Object(reviewed.params), json!({"priority": 3}));
+    }
+
+    #[test]
+    fn grouped_and_near_names_are_read_as_inputs() {
+        let said = "set the title of note 4 to Plans";
+        let reviewed = review(
+            &action(),
+            &json!({"path": {"id": 4}, "body": {"title": "Plans"}}),
+            said,
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"noteId": 4, "title": "Plans"})
+        );
+        assert_eq!(reviewed.repairs.len(), 3, "{:?}", reviewed.repairs);
+    }
+
+    #[test]
+    fn placeholders_and_invented_numbers_are_not_values() {
+        let said = "delete my note";
+        for value in [
+            json!(""),
+            json!("<noteId>"),
+            json!("{noteId}"),
+            json!("noteId"),
+            json!("string"),
+        ] {
+            assert!(is_placeholder(&value, "noteId"), "{value}");
+        }
+        assert!(!Words::of(said).grounds(&json!(1)));
+        assert!(!Words::of("note 12").grounds(&json!(1)));
+        assert!(Words::of("note 12").grounds(&json!(12)));
+        assert!(Words::of("list dogs").grounds(&json!("dog")));
+        assert!(Words::of("email me at a.b@example.org").grounds(&json!("a.b@example.org")));
+        assert!(Words::of("publish it").grounds(&json!("published")));
+        assert!(!Words::of("publish it").grounds(&json!("draft")));
+    }
+}

@@ -1,0 +1,1314 @@
+//! The `actions` strategy: find the API operations that fit a request in the index, let the
+//! model pick one and fill in its inputs, and have the executor send it.
+//!
+//! A request starts with a search for the request itself (a turn saved for small models);
+//! then the model acts, one action per turn, until it replies, asks, or the turn budget is
+//! spent. Built-in actions: `find_actions(query)` (more operations, shown as cards),
+//! `execute_action(operation_id, params)`, `ask_user(question)`, `respond(text)`. Models
+//! without native tools write them as one JSON object per line (read with the walker's
+//! streaming reader); tool-calling models get them as tools.
+//!
+//! Safety lives below the prompt: the strategy drops values the user never gave (and asks for
+//! required ones itself, naming them), the executor refuses to send what is not valid and
+//! asks the [`Confirm`] the strategy was built with before anything that changes state.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+use walkrag_core::{
+    chat, ChatError, ChatRequest, Completion, Message, Sampling, ToolCall, ToolDef,
+};
+use walkrag_engine::{ChunkId, ChunkRef, DocId, SearchOptions};
+use walkrag_walker::jsonl::{ObjectReader, Raw};
+use walkrag_walker::{
+    passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, LlmCall, Retrieval,
+    RetrievedChunk, Sink, Step, Strategy, StrategyError, Termination, Trace,
+};
+
+use crate::action::Action;
+use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
+use crate::record::ACTION_KIND;
+use crate::review::{review, squash};
+use crate::spec::Catalog;
+use crate::validate::Invalid;
+
+/// The system prompt for models without native tools: the JSON-lines action protocol.
+pub const SYSTEM_PROMPT: &str = include_str!("../prompts/system.md");
+/// The system prompt for tool-calling models.
+pub const TOOLS_PROMPT: &str = include_str!("../prompts/tools.md");
+
+/// One API the strategy can call: its operations and the executor that sends them.
+pub struct Api {
+    pub catalog: Catalog,
+    pub executor: Executor,
+}
+
+/// The `actions` strategy. Build it with the APIs it may call and the confirmation that
+/// guards every change; run it with an index holding their action records.
+pub struct Actions {
+    apis: Vec<Api>,
+    confirm: Arc<dyn Confirm>,
+    /// Operation cards shown per search: 5 fit a small model's prompt with room to spare.
+    pub k: usize,
+    /// Operations ranked per search (what retrieval recall is measured on): 10.
+    pub ranked_k: usize,
+    /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
+    /// one spare), so a confused model always stops.
+    pub max_turns: usize,
+    /// Calls in a row whose inputs are refused before giving up: 2 corrections.
+    pub max_invalid: usize,
+    /// Most tokens per model turn: 256, far more than one action object takes.
+    pub max_tokens: usize,
+    /// Drop input values whose words the user never wrote (nor an earlier response held):
+    /// on, since small models fill required inputs with made-up values.
+    pub grounding: bool,
+    /// Stops from outside (Ctrl-C): checked before each model turn.
+    pub control: Control,
+}
+
+impl Actions {
+    /// A strategy calling `catalog`'s operations through `executor`, asking `confirm` before
+    /// any change.
+    pub fn new(catalog: Catalog, executor: Executor, confirm: Arc<dyn Confirm>) -> Self {
+        Self {
+            apis: vec![Api { catalog, executor }],
+            confirm,
+            k: 5,
+            ranked_k: 10,
+            max_turns: 6,
+            max_invalid: 2,
+            max_tokens: 256,
+            grounding: true,
+            control: Control::default(),
+        }
+    }
+
+    /// Adds another API; an operation id is looked up in the APIs in the order added.
+    pub fn with_api(mut self, catalog: Catalog, executor: Executor) -> Self {
+        self.apis.push(Api { catalog, executor });
+        self
+    }
+
+    pub fn apis(&self) -> &[Api] {
+        &self.apis
+    }
+
+    /// The operation `id` and the executor that sends it.
+    fn lookup(&self, id: &str) -> Option<(&Action, &Executor)> {
+        self.apis
+            .iter()
+            .find_map(|api| api.catalog.get(id).map(|action| (action, &api.executor)))
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        self.lookup(id).is_some()
+    }
+
+    /// One request of a conversation: the found operations stay available and the history
+    /// is kept for the next request.
+    pub async fn turn(
+        &self,
+        conversation: &mut Conversation,
+        request: &str,
+        env: Env<'_>,
+        sink: &mut dyn Sink,
+    ) -> Result<Answer, StrategyError> {
+        let mut run = Run::new(self, request, env, sink);
+        let tools = env.model.supports_tools();
+        conversation.said.push_str(request);
+        conversation.said.push('\n');
+        let query = match conversation.pending.take() {
+            Some(earlier) => format!("{earlier} {request}"),
+            None => request.to_string(),
+        };
+        let found = self.find(&mut run, 1, &query)?;
+        let fresh = conversation.add_available(&found);
+        run.record_action(ActionStep {
+            cycle: 1,
+            action: "find_actions".into(),
+            text: Some(query.clone()),
+            outcome: "found".into(),
+            result: found.join(", "),
+            ..ActionStep::default()
+        });
+        if conversation.available.is_empty() {
+            let text = "No API operation in the index fits this request.".to_string();
+            return Ok(run.finish(text, false, Termination::NothingRetrieved, 0));
+        }
+        conversation
+            .messages
+            .push(Message::user(self.request_message(&fresh, request)));
+
+        let mut invalid_in_row = 0;
+        let mut carried_out = false;
+        let mut done: Vec<(String, Value, String)> = Vec::new();
+        for turn in 1..=self.max_turns {
+            if self.control.is_stopped() {
+                let text = summary(&done, "Stopped before the request was carried out.");
+                return Ok(run.finish(text, carried_out, Termination::Stopped, turn - 1));
+            }
+            let calls = self.ask_model(&mut run, conversation, turn, tools).await?;
+            let mut ended: Option<(String, Termination)> = None;
+            for call in calls {
+                if ended.is_some() {
+                    let step = ActionStep {
+                        cycle: turn,
+                        action: call.call.name().into(),
+                        outcome: "not_run".into(),
+                        result: "Not run: the exchange had ended.".into(),
+                        ..ActionStep::default()
+                    };
+                    conversation.answer(tools, &call, &step.result);
+                    run.record_action(step);
+                    continue;
+                }
+                match call.call.clone() {
+                    Call::Find { query } => {
+                        let found = self.find(&mut run, turn, &query)?;
+                        let fresh = conversation.add_available(&found);
+                        let result = self.found_message(&fresh, &found);
+                        conversation.answer(tools, &call, &result);
+                        run.record_action(ActionStep {
+                            cycle: turn,
+                            action: "find_actions".into(),
+                            text: Some(query),
+                            outcome: "found".into(),
+                            result,
+                            ..ActionStep::default()
+                        });
+                    }
+                    Call::Ask { question } => {
+                        let asked = self.names_in(&question, &conversation.available);
+                        conversation.answer(tools, &call, "Asked the user; their answer follows.");
+                        conversation.pending = Some(query.clone());
+                        run.record_action(ActionStep {
+                            cycle: turn,
+                            action: "ask_user".into(),
+                            asked,
+                            text: Some(question.clone()),
+                            outcome: "asked".into(),
+                            ..ActionStep::default()
+                        });
+                        ended = Some((question, Termination::AskedUser));
+                    }
+                    Call::Respond { text } => {
+                        conversation.answer(tools, &call, "Shown to the user.");
+                        run.record_action(ActionStep {
+                            cycle: turn,
+                            action: "respond".into(),
+                            text: Some(text.clone()),
+                            outcome: "responded".into(),
+                            ..ActionStep::default()
+                        });
+                        ended = Some((text, Termination::Responded));
+                    }
+                    Call::Unreadable { text } => {
+                        invalid_in_row += 1;
+                        let result = if tools {
+                            format!("That could not be read: {text}. Call one of the tools.")
+                        } else {
+                            format!(
+                                "That could not be read ({text}). Reply with one JSON object on \
+                                 one line, as described: execute_action, find_actions, ask_user \
+                                 or respond."
+                            )
+                        };
+                        conversation.answer(tools, &call, &result);
+                        run.record_action(ActionStep {
+                            cycle: turn,
+                            action: "unreadable".into(),
+                            outcome: "unreadable".into(),
+                            result,
+                            ..ActionStep::default()
+                        });
+                    }
+                    Call::Execute {
+                        operation_id,
+                        params,
+                    } => {
+                        let executed = self
+                            .execute(&mut run, conversation, turn, &operation_id, &params, &done)
+                            .await;
+                        conversation.answer(tools, &call, &executed.step.result);
+                        if let Some(text) = &executed.said {
+                            conversation.said.push_str(text);
+                            conversation.said.push('\n');
+                        }
+                        match &executed.end {
+                            Some(End::Ask(question)) => {
+                                conversation.pending = Some(query.clone());
+                                ended = Some((question.clone(), Termination::AskedUser));
+                            }
+                            Some(End::DryRun(text)) => {
+                                carried_out = true;
+                                ended = Some((text.clone(), Termination::DryRun));
+                            }
+                            None => {}
+                        }
+                        if executed.invalid {
+                            invalid_in_row += 1;
+                        } else {
+                            invalid_in_row = 0;
+                        }
+                        if executed.success {
+                            carried_out = true;
+                            if let Some(request) = &executed.step.request {
+                                done.push((
+                                    operation_id.clone(),
+                                    executed.checked.clone(),
+                                    describe_request(request),
+                                ));
+                            }
+                        }
+                        run.record_action(executed.step);
+                    }
+                }
+            }
+            if let Some((text, termination)) = ended {
+                return Ok(run.finish(text, carried_out, termination, turn));
+            }
+            if invalid_in_row > self.max_invalid {
+                let text = summary(
+                    &done,
+                    "I could not build a valid request for this; nothing more was sent.",
+                );
+                return Ok(run.finish(text, carried_out, Termination::Responded, turn));
+            }
+        }
+        let text = summary(
+            &done,
+            "I could not carry out the request; nothing was sent.",
+        );
+        Ok(run.finish(text, carried_out, Termination::MaxCycles, self.max_turns))
+    }
+
+    /// The first message of a request: the cards of the operations just found, then the
+    /// request.
+    fn request_message(&self, fresh: &[String], request: &str) -> String {
+        if fresh.is_empty() {
+            return request.to_string();
+        }
+        format!("Operations:\n\n{}\n\nRequest: {request}", self.cards(fresh))
+    }
+
+    /// What a search tells the model.
+    fn found_message(&self, fresh: &[String], found: &[String]) -> String {
+        match (fresh.is_empty(), found.is_empty()) {
+            (false, _) => format!("Operations found:\n\n{}", self.cards(fresh)),
+            (true, false) => format!(
+                "No other operations found; the ones listed before fit best: {}.",
+                found.join(", ")
+            ),
+            (true, true) => "No operations found.".into(),
+        }
+    }
+
+    fn cards(&self, ids: &[String]) -> String {
+        ids.iter()
+            .filter_map(|id| self.lookup(id))
+            .map(|(action, _)| action.describe())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// Embeds `query` and returns the `k` best operations the APIs know, best first; the
+    /// best `ranked_k` are recorded (trace, events, `ranked`).
+    fn find(
+        &self,
+        run: &mut Run<'_>,
+        cycle: usize,
+        query: &str,
+    ) -> Result<Vec<String>, StrategyError> {
+        let started = Instant::now();
+        let vector = run.env.embedder.embed_one(query)?;
+        let keep = |c: ChunkRef<'_>| {
+            c.doc.metadata.get("kind").and_then(Value::as_str) == Some(ACTION_KIND)
+                && self.knows(&operation_of(&c))
+        };
+        let options = SearchOptions {
+            ef_search: run.env.search.ef_search,
+            exact: run.env.search.exact,
+            keep: Some(&keep),
+        };
+        let index = run.env.index;
+        // An operation can have several chunks: look further than `ranked_k` chunks.
+        let hits = index.search_with(&vector, self.ranked_k * 3, &options);
+        let mut operations: Vec<String> = Vec::new();
+        let mut chunks: Vec<RetrievedChunk> = Vec::new();
+        for hit in hits {
+            let c = index.chunk(hit.row);
+            let id = operation_of(&c);
+            if !operations.contains(&id) {
+                if operations.len() == self.ranked_k {
+                    break;
+                }
+                operations.push(id.clone());
+            }
+            run.chunk_of.entry(id).or_insert_with(|| c.id());
+            let new = !run.ranked.contains(&c.id());
+            if new {
+                run.ranked.push(c.id());
+            }
+            chunks.push(passages::retrieved(&c, hit.score, new));
+        }
+        let ms = started.elapsed().as_millis() as u64;
+        run.emit(Event::Retrieved {
+            cycle,
+            query: query.to_string(),
+            chunks: chunks.clone(),
+        });
+        run.trace.steps.push(Step::Retrieve(Retrieval {
+            cycle,
+            query: query.to_string(),
+            k: self.ranked_k,
+            hits: chunks,
+            ms,
+        }));
+        operations.truncate(self.k);
+        Ok(operations)
+    }
+
+    /// One model turn: the conversation in, the actions it asked for out.
+    async fn ask_model(
+        &self,
+        run: &mut Run<'_>,
+        conversation: &mut Conversation,
+        turn: usize,
+        tools: bool,
+    ) -> Result<Vec<ModelCall>, StrategyError> {
+        let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
+        let mut messages = vec![Message::system(system.trim())];
+        messages.extend(conversation.messages.iter().cloned());
+        let mut sampling = Sampling {
+            max_tokens: self.max_tokens,
+            ..Sampling::default()
+        };
+        if !tools {
+            // One object per turn: stop where a second one would start (the reader closes
+            // the first).
+            sampling.stop = vec!["}\n{".into(), "}\n\n{".into()];
+        }
+        let request = ChatRequest {
+            messages,
+            sampling,
+            json: false,
+            tools: if tools {
+                tool_defs(&conversation.available)
+            } else {
+                Vec::new()
+            },
+        };
+        let completion = run.chat(turn, request, &self.control).await?;
+        let calls = if tools {
+            calls_of_tools(&completion, &|id| self.knows(id))
+        } else {
+            vec![call_of_text(&completion.text, &|id| self.knows(id))]
+        };
+        if tools {
+            let mut message = Message::assistant(completion.text.trim());
+            message.tool_calls = calls.iter().filter_map(|c| c.tool_call.clone()).collect();
+            conversation.messages.push(message);
+        } else {
+            let call = &calls[0];
+            conversation
+                .messages
+                .push(Message::assistant(call.written.clone()));
+        }
+        Ok(calls)
+    }
+
+    /// `execute_action`: reviewed, checked, confirmed where needed, sent (or not).
+    async fn execute(
+        &self,
+        run: &mut Run<'_>,
+        conversation: &Conversation,
+        turn: usize,
+        operation_id: &str,
+        params: &Value,
+        done: &[(String, Value, String)],
+    ) -> Executed {
+        let mut step = ActionStep {
+            cycle: turn,
+            action: "execute_action".into(),
+            operation_id: Some(operation_id.to_string()),
+            params: Some(params.clone()),
+            ..ActionStep::default()
+        };
+        let Some((action, executor)) = self.lookup(operation_id) else {
+            let mut listed = conversation.available.clone();
+            listed.truncate(12);
+            step.outcome = "unknown_operation".into();
+            step.result = format!(
+                "There is no operation {operation_id:?}. Operations you can call: {}.",
+                listed.join(", ")
+            );
+            return Executed::invalid(step);
+        };
+        if let Some(chunk) = run.chunk_for(operation_id) {
+            if !run.citations.contains(&chunk) {
+                run.citations.push(chunk);
+            }
+        }
+        let reviewed = review(action, params, &conversation.said, self.grounding);
+        step.repairs = reviewed.repairs.clone();
+        let checked = Value::Object(reviewed.params.clone());
+        step.checked_params = Some(checked.clone());
+        let prepared = match action.prepare(&checked) {
+            Ok(prepared) => prepared,
+            Err(Invalid::Missing(missing)) => {
+                let question = missing_question(action, &missing);
+                step.outcome = "missing".into();
+                step.asked = missing.clone();
+                step.text = Some(question.clone());
+                step.result = format!(
+                    "Missing required inputs: {}. Nothing was sent; the user was asked: {question}",
+                    missing.join(", ")
+                );
+                return Executed {
+                    end: Some(End::Ask(question)),
+                    checked,
+                    ..Executed::new(step)
+                };
+            }
+            Err(invalid) => {
+                step.outcome = "invalid".into();
+                step.result = with_repairs(&invalid.to_string(), &reviewed.repairs);
+                return Executed {
+                    checked,
+                    ..Executed::invalid(step)
+                };
+            }
+        };
+        let preview = executor.preview(&prepared);
+        if let Some((_, _, earlier)) = done
+            .iter()
+            .find(|(op, params, _)| op == operation_id && *params == checked)
+        {
+            step.outcome = "repeated".into();
+            step.request = Some(preview_json(&preview));
+            step.result = format!(
+                "This exact request was already carried out ({earlier}); it was not sent again. \
+                 Respond to the user."
+            );
+            return Executed {
+                checked,
+                ..Executed::new(step)
+            };
+        }
+        let watched = Watched {
+            inner: self.confirm.as_ref(),
+            answer: Mutex::new(None),
+        };
+        let outcome = executor.execute(&prepared, &watched).await;
+        step.confirmed = *watched.answer.lock().expect("confirmation lock");
+        step.request = outcome.request().map(preview_json);
+        step.result = with_repairs(&outcome.to_string(), &reviewed.repairs);
+        let mut executed = Executed {
+            checked,
+            ..Executed::new(step)
+        };
+        match &outcome {
+            Outcome::DryRun(request) => {
+                executed.step.outcome = "dry_run".into();
+                executed.end = Some(End::DryRun(format!(
+                    "Dry run: nothing was sent. The request would be:\n{request}"
+                )));
+                executed.success = true;
+            }
+            Outcome::Declined(_) => executed.step.outcome = "declined".into(),
+            Outcome::Response(response) => {
+                executed.step.outcome = "response".into();
+                executed.step.status = Some(response.status);
+                executed.success = outcome.is_success();
+                executed.said = Some(response.body.clone());
+            }
+            Outcome::Failed(_) => executed.step.outcome = "failed".into(),
+            Outcome::Invalid(_) => {
+                executed.step.outcome = "invalid".into();
+                executed.invalid = true;
+            }
+        }
+        executed
+    }
+
+    /// The required inputs of available operations that a question names (`noteId`, or its
+    /// words, `note id`).
+    fn names_in(&self, question: &str, available: &[String]) -> Vec<String> {
+        let lower = question.to_lowercase();
+        let squashed = squash(question);
+        let mut names: Vec<String> = Vec::new();
+        for id in available {
+            let Some((action, _)) = self.lookup(id) else {
+                continue;
+            };
+            for input in action.inputs.iter().filter(|i| i.required) {
+                let spaced = crate::words(&input.name).join(" ");
+                let named = lower.contains(&input.name.to_lowercase())
+                    || (spaced.contains(' ') && lower.contains(&spaced))
+                    || (input.name.len() > 3 && squashed.contains(&squash(&input.name)));
+                if named && !names.contains(&input.name) {
+                    names.push(input.name.clone());
+                }
+            }
+        }
+        names
+    }
+}
+
+impl Strategy for Actions {
+    fn name(&self) -> &'static str {
+        "actions"
+    }
+
+    fn config(&self) -> Value {
+        let apis: Vec<Value> = self
+            .apis
+            .iter()
+            .map(|api| {
+                json!({
+                    "title": api.catalog.title,
+                    "version": api.catalog.version,
+                    "operations": api.catalog.actions.len(),
+                    "base_url": api.executor.base_url(),
+                    "dry_run": api.executor.config().dry_run,
+                })
+            })
+            .collect();
+        json!({
+            "k": self.k,
+            "ranked_k": self.ranked_k,
+            "max_turns": self.max_turns,
+            "max_invalid": self.max_invalid,
+            "max_tokens": self.max_tokens,
+            "grounding": self.grounding,
+            "apis": apis,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
+        Box::pin(async move {
+            let mut conversation = Conversation::new();
+            self.turn(&mut conversation, question, env, sink).await
+        })
+    }
+}
+
+/// A conversation with the `actions` strategy (`walkrag chat --strategy actions`): its
+/// messages, the operations found so far (they stay available), and what the user said.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    /// The messages after the system prompt.
+    messages: Vec<Message>,
+    /// Operations found so far, first found first.
+    available: Vec<String>,
+    /// What the user wrote and what the API answered: the words input values must come from.
+    said: String,
+    /// The request waiting for the user's answer to a question: searched again with it.
+    pending: Option<String>,
+}
+
+impl Conversation {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The operations found so far, first found first.
+    pub fn available(&self) -> &[String] {
+        &self.available
+    }
+
+    /// The messages so far (after the system prompt).
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Adds operations; returns those not available before.
+    fn add_available(&mut self, ids: &[String]) -> Vec<String> {
+        let fresh: Vec<String> = ids
+            .iter()
+            .filter(|id| !self.available.contains(id))
+            .cloned()
+            .collect();
+        self.available.extend(fresh.iter().cloned());
+        fresh
+    }
+
+    /// Gives the model the result of one of its calls.
+    fn answer(&mut self, tools: bool, call: &ModelCall, result: &str) {
+        match (&call.tool_call, tools) {
+            (Some(tool_call), true) => self
+                .messages
+                .push(Message::tool(tool_call.id.clone(), result)),
+            _ => match &call.call {
+                // The exchange ends; the user's next message follows.
+                Call::Respond { .. } | Call::Ask { .. } => {}
+                Call::Unreadable { .. } => self.messages.push(Message::user(result)),
+                Call::Execute { operation_id, .. } => self.messages.push(Message::user(format!(
+                    "Result of execute_action {operation_id}:\n{result}"
+                ))),
+                Call::Find { .. } => self
+                    .messages
+                    .push(Message::user(format!("Result of find_actions:\n{result}"))),
+            },
+        }
+    }
+}
+
+/// An action the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+enum Call {
+    Find {
+        query: String,
+    },
+    Execute {
+        operation_id: String,
+        params: Value,
+    },
+    Ask {
+        question: String,
+    },
+    Respond {
+        text: String,
+    },
+    /// Nothing that could be acted on; says why.
+    Unreadable {
+        text: String,
+    },
+}
+
+impl Call {
+    fn name(&self) -> &'static str {
+        match self {
+            Call::Find { .. } => "find_actions",
+            Call::Execute { .. } => "execute_action",
+            Call::Ask { .. } => "ask_user",
+            Call::Respond { .. } => "respond",
+            Call::Unreadable { .. } => "unreadable",
+        }
+    }
+
+    /// The call as the protocol writes it (what the conversation keeps of the model's turn).
+    fn written(&self) -> String {
+        let value = match self {
+            Call::Find { query } => json!({"action": "find_actions", "query": query}),
+            Call::Execute {
+                operation_id,
+                params,
+            } => {
+                json!({"action": "execute_action", "operation_id": operation_id, "params": params})
+            }
+            Call::Ask { question } => json!({"action": "ask_user", "question": question}),
+            Call::Respond { text } => json!({"action": "respond", "text": text}),
+            Call::Unreadable { .. } => Value::Null,
+        };
+        value.to_string()
+    }
+}
+
+/// A call and how it came: a tool call (with its id), or text.
+#[derive(Debug, Clone)]
+struct ModelCall {
+    call: Call,
+    tool_call: Option<ToolCall>,
+    /// What the conversation keeps of the model's turn (protocol models).
+    written: String,
+}
+
+/// The first action in a protocol model's text. Text without any object is a reply to the
+/// user.
+fn call_of_text(text: &str, knows: &dyn Fn(&str) -> bool) -> ModelCall {
+    let mut reader = ObjectReader::new();
+    let mut raws = reader.push(text);
+    raws.extend(reader.finish());
+    let mut objects = 0;
+    for raw in &raws {
+        if let Raw::Object(object) = raw {
+            objects += 1;
+            if let Some(call) = call_of_object(object, knows) {
+                return ModelCall {
+                    written: call.written(),
+                    call,
+                    tool_call: None,
+                };
+            }
+        }
+    }
+    let prose = text.trim().trim_matches('`').trim();
+    let call = if objects == 0 && !prose.is_empty() && !prose.contains('{') {
+        Call::Respond {
+            text: prose.to_string(),
+        }
+    } else if prose.is_empty() {
+        Call::Unreadable {
+            text: "the reply was empty".into(),
+        }
+    } else {
+        Call::Unreadable {
+            text: "no object with a known \"action\"".into(),
+        }
+    };
+    let written = match &call {
+        Call::Unreadable { .. } => text.trim().to_string(),
+        other => other.written(),
+    };
+    ModelCall {
+        call,
+        tool_call: None,
+        written,
+    }
+}
+
+/// The action an object asks for, reading the spellings small models use.
+fn call_of_object(object: &Map<String, Value>, knows: &dyn Fn(&str) -> bool) -> Option<Call> {
+    let get = |names: &[&str]| {
+        object
+            .iter()
+            .find(|(k, _)| names.contains(&squash(k).as_str()))
+            .map(|(_, v)| v)
+    };
+    let text = |names: &[&str]| get(names).map(value_text).filter(|t| !t.is_empty());
+    const ACTION: [&str; 5] = ["action", "tool", "name", "function", "type"];
+    const OPERATION: [&str; 5] = ["operationid", "operation", "op", "actionid", "endpoint"];
+    const PARAMS: [&str; 7] = [
+        "params",
+        "parameters",
+        "arguments",
+        "args",
+        "inputs",
+        "input",
+        "body",
+    ];
+    let params = || match get(&PARAMS) {
+        Some(value) => value.clone(),
+        // Inputs written beside the action's keys.
+        None => Value::Object(
+            object
+                .iter()
+                .filter(|(k, _)| {
+                    let k = squash(k);
+                    !ACTION.contains(&k.as_str()) && !OPERATION.contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+    };
+    let action = get(&ACTION).and_then(Value::as_str).map(str::trim);
+    let kind = action.map(squash);
+    match kind.as_deref() {
+        Some("executeaction" | "execute" | "call" | "callaction" | "executeoperation") => {
+            let operation_id = text(&OPERATION)?;
+            Some(Call::Execute {
+                operation_id,
+                params: params(),
+            })
+        }
+        Some("findactions" | "findaction" | "find" | "search" | "searchactions") => {
+            Some(Call::Find {
+                query: text(&["query", "q", "search", "text"])?,
+            })
+        }
+        Some("askuser" | "ask" | "question") => Some(Call::Ask {
+            question: text(&["question", "text", "message", "query"])?,
+        }),
+        Some("respond" | "reply" | "answer" | "response" | "say") => Some(Call::Respond {
+            text: text(&["text", "answer", "message", "response", "reply"])?,
+        }),
+        // The operation written as the action.
+        Some(_) if action.is_some_and(knows) => Some(Call::Execute {
+            operation_id: action.unwrap_or_default().to_string(),
+            params: params(),
+        }),
+        _ => {
+            if let Some(operation_id) = text(&OPERATION) {
+                Some(Call::Execute {
+                    operation_id,
+                    params: params(),
+                })
+            } else if let Some(question) = text(&["question"]) {
+                Some(Call::Ask { question })
+            } else if let Some(text) = text(&["text", "answer", "response", "reply"]) {
+                Some(Call::Respond { text })
+            } else {
+                text(&["query"]).map(|query| Call::Find { query })
+            }
+        }
+    }
+}
+
+/// The calls of a tool-calling model's turn; text without calls is a reply to the user.
+fn calls_of_tools(completion: &Completion, knows: &dyn Fn(&str) -> bool) -> Vec<ModelCall> {
+    let mut out = Vec::new();
+    for (i, tool_call) in completion.tool_calls.iter().enumerate() {
+        let mut tool_call = tool_call.clone();
+        if tool_call.id.is_empty() {
+            tool_call.id = format!("call_{i}");
+        }
+        let call = match serde_json::from_str::<Value>(&tool_call.arguments) {
+            Ok(Value::Object(mut args)) => {
+                args.insert("action".into(), Value::from(tool_call.name.clone()));
+                call_of_object(&args, knows).unwrap_or_else(|| Call::Unreadable {
+                    text: format!("{} with arguments {}", tool_call.name, tool_call.arguments),
+                })
+            }
+            Ok(_) | Err(_) if tool_call.arguments.trim().is_empty() => Call::Unreadable {
+                text: format!("{} without arguments", tool_call.name),
+            },
+            _ => Call::Unreadable {
+                text: format!("the arguments of {} are not a JSON object", tool_call.name),
+            },
+        };
+        out.push(ModelCall {
+            written: call.written(),
+            call,
+            tool_call: Some(tool_call),
+        });
+    }
+    if out.is_empty() {
+        let text = completion.text.trim();
+        let call = if text.is_empty() {
+            Call::Unreadable {
+                text: "the reply was empty".into(),
+            }
+        } else {
+            Call::Respond { text: text.into() }
+        };
+        out.push(ModelCall {
+            written: call.written(),
+            call,
+            tool_call: None,
+        });
+    }
+    out
+}
+
+/// The built-in actions as tools; `execute_action` names the operations available.
+fn tool_defs(available: &[String]) -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "execute_action".into(),
+            description: "Call an API operation listed in the conversation with its inputs. \
+                          Leave out required inputs the user did not give: they will be asked for."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "operation_id": {"type": "string", "enum": available},
+                    "params": {"type": "object", "description": "input name → value"},
+                },
+                "required": ["operation_id"],
+            }),
+        },
+        ToolDef {
+            name: "find_actions".into(),
+            description: "Search the API for operations that do something.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            }),
+        },
+        ToolDef {
+            name: "ask_user".into(),
+            description: "Ask the user a question when the request is unclear.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"question": {"type": "string"}},
+                "required": ["question"],
+            }),
+        },
+        ToolDef {
+            name: "respond".into(),
+            description: "Tell the user the result.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            }),
+        },
+    ]
+}
+
+/// What asking for `missing` inputs of `action` says to the user: each by name, with what
+/// it means.
+pub fn missing_question(action: &Action, missing: &[String]) -> String {
+    let what = match &action.summary {
+        Some(summary) if !summary.trim().is_empty() => {
+            let summary = summary.trim().trim_end_matches('.');
+            let mut chars = summary.chars();
+            let first = chars.next().map(|c| c.to_lowercase().collect::<String>());
+            format!("{}{}", first.unwrap_or_default(), chars.as_str())
+        }
+        _ => format!("call {}", action.operation_id),
+    };
+    let parts: Vec<String> = missing
+        .iter()
+        .map(|name| {
+            match action
+                .input(name)
+                .and_then(|input| input.description.as_deref())
+            {
+                Some(description) if !description.trim().is_empty() => {
+                    let description: String = description
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .chars()
+                        .take(80)
+                        .collect();
+                    format!("{name} ({})", description.trim_end_matches('.'))
+                }
+                _ => name.clone(),
+            }
+        })
+        .collect();
+    let list = match parts.len() {
+        0 | 1 => parts.join(""),
+        n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+    };
+    let which = if parts.len() == 1 { "it" } else { "they" };
+    format!("To {what} I need {list}. What should {which} be?")
+}
+
+/// The answer when the model never replied: what was carried out, if anything.
+fn summary(done: &[(String, Value, String)], otherwise: &str) -> String {
+    if done.is_empty() {
+        return otherwise.to_string();
+    }
+    let lines: Vec<String> = done
+        .iter()
+        .map(|(_, _, what)| format!("- {what}"))
+        .collect();
+    format!("Carried out:\n{}", lines.join("\n"))
+}
+
+fn describe_request(request: &Value) -> String {
+    format!(
+        "{} {}",
+        request["method"].as_str().unwrap_or(""),
+        request["url"].as_str().unwrap_or("")
+    )
+}
+
+fn with_repairs(result: &str, repairs: &[String]) -> String {
+    if repairs.is_empty() {
+        return result.to_string();
+    }
+    format!("{result}\nNote: {}", repairs.join("; "))
+}
+
+/// The request as the trace holds it (never credentials: a preview has none).
+fn preview_json(preview: &RequestPreview) -> Value {
+    serde_json::to_value(preview).expect("a preview serialises")
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.trim().to_string(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The operation a chunk belongs to: its record's `operation_id`, else its document id.
+fn operation_of(c: &ChunkRef<'_>) -> String {
+    c.doc
+        .metadata
+        .get("operation_id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| c.doc.id.0.clone())
+}
+
+/// Asks the real confirmation and remembers whether it was asked and what it said.
+struct Watched<'c> {
+    inner: &'c dyn Confirm,
+    answer: Mutex<Option<bool>>,
+}
+
+impl Confirm for Watched<'_> {
+    fn confirm(&self, request: &RequestPreview) -> bool {
+        let yes = self.inner.confirm(request);
+        *self.answer.lock().expect("confirmation lock") = Some(yes);
+        yes
+    }
+}
+
+/// How an exchange ends early.
+enum End {
+    /// Missing inputs: this question goes to the user.
+    Ask(String),
+    /// A dry run built its request: this answer says what would have been sent.
+    DryRun(String),
+}
+
+/// What came of one `execute_action`.
+struct Executed {
+    step: ActionStep,
+    /// The inputs as checked.
+    checked: Value,
+    end: Option<End>,
+    /// The call was refused before any request was built (a correction is due).
+    invalid: bool,
+    /// A 2xx answer, or a dry run's complete request.
+    success: bool,
+    /// Text the API answered (values in it may be used in later calls).
+    said: Option<String>,
+}
+
+impl Executed {
+    fn new(step: ActionStep) -> Self {
+        Self {
+            step,
+            checked: Value::Null,
+            end: None,
+            invalid: false,
+            success: false,
+            said: None,
+        }
+    }
+
+    fn invalid(step: ActionStep) -> Self {
+        Self {
+            invalid: true,
+            ..Self::new(step)
+        }
+    }
+}
+
+/// One request being handled: the trace, the costs, what was found.
+struct Run<'s> {
+    env: Env<'s>,
+    sink: &'s mut dyn Sink,
+    trace: Trace,
+    cost: Cost,
+    started: Instant,
+    /// Chunks of the operations found, in the order found.
+    ranked: Vec<ChunkId>,
+    /// The first chunk found of each operation.
+    chunk_of: HashMap<String, ChunkId>,
+    /// Chunks of the operations the model called.
+    citations: Vec<ChunkId>,
+}
+
+impl<'s> Run<'s> {
+    fn new(strategy: &Actions, request: &str, env: Env<'s>, sink: &'s mut dyn Sink) -> Self {
+        Self {
+            env,
+            sink,
+            trace: Trace {
+                question: request.to_string(),
+                strategy: strategy.name().to_string(),
+                model: env.model.id().to_string(),
+                embedder: env.embedder.id().to_string(),
+                config: strategy.config(),
+                steps: Vec::new(),
+            },
+            cost: Cost::default(),
+            started: Instant::now(),
+            ranked: Vec::new(),
+            chunk_of: HashMap::new(),
+            citations: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.sink.emit(event);
+    }
+
+    fn record_action(&mut self, step: ActionStep) {
+        tracing::info!(
+            action = %step.action,
+            operation = step.operation_id.as_deref().unwrap_or(""),
+            outcome = %step.outcome,
+            "action"
+        );
+        self.emit(Event::Action(step.clone()));
+        self.trace.steps.push(Step::Action(step));
+    }
+
+    /// The chunk to cite for an operation: the one found, else its record's first chunk.
+    fn chunk_for(&self, operation_id: &str) -> Option<ChunkId> {
+        if let Some(&chunk) = self.chunk_of.get(operation_id) {
+            return Some(chunk);
+        }
+        let doc = self.env.index.document(&DocId(operation_id.to_string()))?;
+        doc.chunks.first().map(|chunk| chunk.id(&doc.doc))
+    }
+
+    /// Calls the model and records the call; a stop cancels the generation and keeps what
+    /// came.
+    async fn chat(
+        &mut self,
+        cycle: usize,
+        request: ChatRequest,
+        control: &Control,
+    ) -> Result<Completion, ChatError> {
+        let started = Instant::now();
+        let mut call = LlmCall {
+            cycle,
+            purpose: "act".into(),
+            messages: request.messages.clone(),
+            json: request.json,
+            completion: String::new(),
+            usage: Default::default(),
+            finish: None,
+            ms: 0,
+            error: None,
+        };
+        let mut stream = self.env.model.stream(request);
+        let mut out = Completion::default();
+        let mut failure = None;
+        let mut stopped = false;
+        while let Some(item) = chat::next(&mut stream).await {
+            match item {
+                Ok(delta) => {
+                    out.push(delta);
+                    if control.is_stopped() && out.finish.is_none() {
+                        stopped = true;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        if stopped {
+            call.error = Some("stopped by the user".into());
+            out.finish = Some(walkrag_core::FinishReason::Stop);
+        } else if failure.is_none() && out.finish.is_none() {
+            failure = Some(ChatError::Transient {
+                message: "the stream ended without finishing".into(),
+                retry_after: None,
+            });
+        }
+        call.completion = out.text.clone();
+        for tool_call in &out.tool_calls {
+            call.completion.push_str(&format!(
+                "\n[tool call {} {}({})]",
+                tool_call.id, tool_call.name, tool_call.arguments
+            ));
+        }
+        call.usage = out.usage;
+        call.finish = out.finish;
+        call.ms = started.elapsed().as_millis() as u64;
+        if let Some(e) = &failure {
+            call.error = Some(e.to_string());
+        }
+        self.trace.steps.push(Step::Llm(call));
+        match failure {
+            Some(e) => Err(e),
+            None => {
+                self.cost.add_call(out.usage);
+                Ok(out)
+            }
+        }
+    }
+
+    /// The answer: `text` to the user (also sent as one `token` event).
+    fn finish(
+        mut self,
+        text: String,
+        found: bool,
+        termination: Termination,
+        cycles: usize,
+    ) -> Answer {
+        self.emit(Event::Token { text: text.clone() });
+        Answer {
+            answer: text.clone(),
+            text,
+            found,
+            citations: self.citations,
+            ranked: self.ranked,
+            termination,
+            cycles,
+            usage: self.cost,
+            elapsed_ms: self.started.elapsed().as_millis() as u64,
+            trace: self.trace,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(id: &str) -> bool {
+        matches!(id, "getNote" | "createNote")
+    }
+
+    #[test]
+    fn protocol_objects_are_read_in_the_spellings_small_models_use() {
+        let read = |text: &str| call_of_text(text, &known).call;
+        assert_eq!(
+            read("```json\n{\"action\": \"execute_action\", \"operation_id\": \"getNote\", \"params\": {\"noteId\": \"1\"}}\n```"),
+            Call::Execute {
+                operation_id: "getNote".into(),
+                params: json!({"noteId": "1"})
+            }
+        );
+        assert_eq!(
+            read("{\"action\": \"getNote\", \"noteId\": \"1\"}"),
+            Call::Execute {
+                operation_id: "getNote".into(),
+                params: json!({"noteId": "1"})
+            }
+        );
+        assert_eq!(
+            read("{\"operationId\": \"createNote\", \"title\": \"x\"}"),
+            Call::Execute {
+                operation_id: "createNote".into(),
+                params: json!({"title": "x"})
+            }
+        );
+        assert_eq!(
+            read("{\"action\": \"respond\", \"text\": \"Done\"}\n{\"action\": \"ask_user\"}"),
+            Call::Respond {
+                text: "Done".into()
+            }
+        );
+        assert_eq!(
+            read("{\"action\": \"find_actions\", \"query\": \"delete notes"),
+            Call::Find {
+                query: "delete notes".into()
+            }
+        );
+        assert_eq!(
+            read("The note was created."),
+            Call::Respond {
+                text: "The note was created.".into()
+            }
+        );
+        assert!(matches!(read("{\"foo\": 1}"), Call::Unreadable { .. }));
+        assert!(matches!(read(""), Call::Unreadable { .. }));
+    }
+
+    #[test]
+    fn a_question_for_missing_inputs_names_each() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/a/{id}": {"post": {
+                "operationId": "addThing", "summary": "Add a thing.",
+                "parameters": [{"name": "id", "in": "path", "required": true, "description": "The box's id.", "schema": {"type": "string"}}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = &catalog.actions[0];
+        assert_eq!(
+            missing_question(action, &["id".into()]),
+            "To add a thing I need id (The box's id). What should it be?"
+        );
+        assert_eq!(
+            missing_question(action, &["id".into(), "name".into()]),
+            "To add a thing I need id (The box's id) and name. What should they be?"
+        );
+    }
+}

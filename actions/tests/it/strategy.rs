@@ -1,0 +1,605 @@
+//! The `actions` strategy end to end: an index of the notes API's action records (fake word
+//! embedder), a scripted model, the real executor and the notes server on 127.0.0.1.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use walkrag_actions::{
+    Actions, AlwaysNo, AlwaysYes, AuditLog, Confirm, Conversation, Credentials, ExecutorConfig,
+    RequestPreview,
+};
+use walkrag_core::{ChatRequest, Role, ToolCall};
+use walkrag_walker::testing::{env, index_of, render_request, ScriptedChatModel, TestIndex, Turn};
+use walkrag_walker::{ActionStep, Answer, Event, Step, Strategy, Termination};
+
+use crate::server::{export_body, Server};
+use crate::{executor, notes};
+
+/// The notes API's records in an index.
+fn notes_index() -> TestIndex {
+    index_of(&notes().records_jsonl(Path::new("/specs/notes.yaml")))
+}
+
+fn strategy(server: &Server, config: ExecutorConfig, confirm: Arc<dyn Confirm>) -> Actions {
+    Actions::new(notes(), executor(server, config), confirm)
+}
+
+/// A model line calling `operation` with `params`.
+fn call(operation: &str, params: Value) -> Turn {
+    let line = json!({"action": "execute_action", "operation_id": operation, "params": params});
+    Turn::Reply(line.to_string())
+}
+
+fn respond(text: &str) -> Turn {
+    Turn::Reply(json!({"action": "respond", "text": text}).to_string())
+}
+
+/// Runs one request; returns the answer and the events.
+async fn run(
+    actions: &Actions,
+    index: &TestIndex,
+    model: &ScriptedChatModel,
+    request: &str,
+) -> (Answer, Vec<Event>) {
+    let mut events = Vec::new();
+    let answer = actions
+        .run(request, env(&index.index, model), &mut |e| events.push(e))
+        .await
+        .expect("the strategy answers");
+    (answer, events)
+}
+
+/// The action steps of a trace.
+fn actions_of(answer: &Answer) -> Vec<ActionStep> {
+    answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Action(action) => Some(action.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The executed steps of a trace.
+fn executed(answer: &Answer) -> Vec<ActionStep> {
+    actions_of(answer)
+        .into_iter()
+        .filter(|a| a.action == "execute_action")
+        .collect()
+}
+
+/// The text of every prompt the model was sent.
+fn prompts(model: &ScriptedChatModel) -> Vec<String> {
+    model
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r: &ChatRequest| serde_json::to_string(r).unwrap())
+        .collect()
+}
+
+/// A confirmation that says `yes` and keeps what it was shown.
+fn recording(yes: bool) -> (Arc<dyn Confirm>, Arc<Mutex<Vec<RequestPreview>>>) {
+    let seen: Arc<Mutex<Vec<RequestPreview>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let confirm = move |preview: &RequestPreview| {
+        kept.lock().unwrap().push(preview.clone());
+        yes
+    };
+    (Arc::new(confirm), seen)
+}
+
+#[tokio::test]
+async fn a_read_a_create_an_update_and_a_delete_are_carried_out() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let (confirm, seen) = recording(true);
+    let actions = strategy(&server, ExecutorConfig::default(), confirm);
+
+    let model = ScriptedChatModel::new(vec![
+        call("getNote", json!({"noteId": "1"})),
+        respond("Note 1 is called Shopping."),
+    ]);
+    let (read, events) = run(&actions, &index, &model, "Show me note 1").await;
+    let model = ScriptedChatModel::new(vec![
+        call(
+            "createNote",
+            json!({"title": "Groceries", "status": "draft"}),
+        ),
+        respond("Created note 2."),
+    ]);
+    let (created, _) = run(
+        &actions,
+        &index,
+        &model,
+        "Create a draft note titled Groceries",
+    )
+    .await;
+    let model = ScriptedChatModel::new(vec![
+        call("replaceNote", json!({"noteId": "1", "title": "Errands"})),
+        respond("Note 1 is now Errands."),
+    ]);
+    let (updated, _) = run(&actions, &index, &model, "Rename note 1 to Errands").await;
+    let model = ScriptedChatModel::new(vec![
+        call("deleteNote", json!({"noteId": "1"})),
+        respond("Deleted."),
+    ]);
+    let (deleted, _) = run(&actions, &index, &model, "Delete note 1").await;
+
+    let requests = server.requests();
+    let sent: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("GET", "/v1/notes/1"),
+            ("POST", "/v1/notes"),
+            ("PUT", "/v1/notes/1"),
+            ("DELETE", "/v1/notes/1")
+        ]
+    );
+    assert_eq!(
+        requests[1].json(),
+        json!({"title": "Groceries", "status": "draft"})
+    );
+    assert_eq!(requests[2].json(), json!({"title": "Errands"}));
+    // Confirmation for the three changes, not the read; each saw method, URL and body.
+    let seen = seen.lock().unwrap().clone();
+    let asked: Vec<String> = seen
+        .iter()
+        .map(|p| format!("{} {}", p.method, p.url))
+        .collect();
+    let base = &server.base_url;
+    assert_eq!(
+        asked,
+        [
+            format!("POST {base}/notes"),
+            format!("PUT {base}/notes/1"),
+            format!("DELETE {base}/notes/1")
+        ]
+    );
+    assert!(seen[0].body.as_deref().unwrap().contains("Groceries"));
+    for (answer, confirmed, status) in [
+        (&read, None, 200),
+        (&created, Some(true), 201),
+        (&updated, Some(true), 200),
+        (&deleted, Some(true), 204),
+    ] {
+        assert!(answer.found, "{}", answer.answer);
+        assert_eq!(answer.termination, Termination::Responded);
+        assert_eq!(answer.usage.llm_calls, 2);
+        let step = &executed(answer)[0];
+        assert_eq!(step.confirmed, confirmed, "{step:?}");
+        assert_eq!(step.status, Some(status));
+        assert_eq!(step.outcome, "response");
+        assert!(step.request.as_ref().unwrap()["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(base));
+    }
+    assert_eq!(read.answer, "Note 1 is called Shopping.");
+    // The model read the response before replying.
+    let second = model_prompt_of(&read, 1);
+    assert!(second.contains("HTTP 200 OK from GET"), "{second}");
+    assert!(second.contains("Shopping"), "{second}");
+    // Found operations are ranked; the called one is cited.
+    assert!(!read.ranked.is_empty());
+    assert_eq!(read.citations.len(), 1);
+    let index_doc = index.index.resolve(&read.citations[0].to_string());
+    assert!(index_doc.is_some());
+    // Events: the search, the actions, then the answer.
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| match e {
+            Event::Retrieved { .. } => "retrieved".to_string(),
+            Event::Action(a) => format!("{}:{}", a.action, a.outcome),
+            Event::Token { .. } => "token".into(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "retrieved",
+            "find_actions:found",
+            "execute_action:response",
+            "respond:responded",
+            "token"
+        ]
+    );
+}
+
+/// The user messages of the `n`th model call of an answer, as text.
+fn model_prompt_of(answer: &Answer, n: usize) -> String {
+    let calls: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Llm(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    calls[n]
+        .messages
+        .iter()
+        .map(|m| m.content.clone())
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+#[tokio::test]
+async fn a_refused_confirmation_sends_nothing() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysNo));
+    let model = ScriptedChatModel::new(vec![
+        call("deleteNote", json!({"noteId": "1"})),
+        respond("I did not delete note 1."),
+    ]);
+
+    let (answer, _) = run(&actions, &index, &model, "Delete note 1").await;
+
+    assert_eq!(server.count(), 0, "nothing reached the server");
+    assert!(!answer.found);
+    let step = &executed(&answer)[0];
+    assert_eq!(step.outcome, "declined");
+    assert_eq!(step.confirmed, Some(false));
+    assert_eq!(step.request.as_ref().unwrap()["method"], "DELETE");
+    assert!(model_prompt_of(&answer, 1).contains("The user declined; nothing was sent"));
+}
+
+#[tokio::test]
+async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let (confirm, seen) = recording(true);
+    let actions = strategy(&server, ExecutorConfig::default(), confirm);
+
+    // Left out by the model.
+    let model = ScriptedChatModel::new(vec![call("createNote", json!({"status": "draft"}))]);
+    let (answer, _) = run(&actions, &index, &model, "Create a new draft note").await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    assert!(!answer.found);
+    assert_eq!(
+        answer.usage.llm_calls, 1,
+        "asked without another model call"
+    );
+    assert!(
+        answer.answer.contains("title (The note's title)"),
+        "{}",
+        answer.answer
+    );
+    assert_eq!(executed(&answer)[0].asked, ["title"]);
+    assert_eq!(executed(&answer)[0].outcome, "missing");
+
+    // Made up by the model: the user never said which note.
+    let model = ScriptedChatModel::new(vec![call("deleteNote", json!({"noteId": "7"}))]);
+    let mut conversation = Conversation::new();
+    let mut events = Vec::new();
+    let asked = actions
+        .turn(
+            &mut conversation,
+            "Delete my note",
+            env(&index.index, &model),
+            &mut |e| events.push(e),
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked.termination, Termination::AskedUser);
+    let step = &executed(&asked)[0];
+    assert_eq!(step.asked, ["noteId"]);
+    assert_eq!(
+        step.repairs,
+        ["noteId: dropped \"7\": the user did not give it"]
+    );
+    assert!(asked.answer.contains("noteId"), "{}", asked.answer);
+    assert_eq!(server.count(), 0);
+    assert!(seen.lock().unwrap().is_empty(), "nothing to confirm");
+
+    // The user answers; the found operation is still available and the request goes out.
+    let model = ScriptedChatModel::new(vec![
+        call("deleteNote", json!({"noteId": "1"})),
+        respond("Deleted note 1."),
+    ]);
+    let answered = actions
+        .turn(
+            &mut conversation,
+            "It is note 1",
+            env(&index.index, &model),
+            &mut |e| events.push(e),
+        )
+        .await
+        .unwrap();
+    assert!(answered.found);
+    assert!(conversation.available().contains(&"deleteNote".to_string()));
+    let request = server.only_request();
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("DELETE", "/v1/notes/1")
+    );
+    // The second turn's prompt holds the first exchange.
+    let prompt = model_prompt_of(&answered, 0);
+    assert!(
+        prompt.contains("Delete my note") && prompt.contains("It is note 1"),
+        "{prompt}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn unknown_operations_404s_and_500s_come_back_to_the_model() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let model = ScriptedChatModel::new(vec![
+        call("fetchNote", json!({"noteId": "99"})),
+        call("getNote", json!({"noteId": "99"})),
+        call("get_/health", json!({})),
+        respond("Note 99 does not exist and the service is down."),
+    ]);
+
+    let (answer, _) = run(&actions, &index, &model, "Show note 99, then check health").await;
+
+    assert_eq!(answer.termination, Termination::Responded);
+    assert!(!answer.found, "no request succeeded");
+    let outcomes: Vec<(String, Option<u16>)> = executed(&answer)
+        .into_iter()
+        .map(|s| (s.outcome, s.status))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("unknown_operation".to_string(), None),
+            ("response".to_string(), Some(404)),
+            ("response".to_string(), Some(500)),
+        ]
+    );
+    assert!(model_prompt_of(&answer, 1).contains("There is no operation \"fetchNote\""));
+    assert!(model_prompt_of(&answer, 2).contains("HTTP 404 Not Found"));
+    assert!(model_prompt_of(&answer, 3).contains("HTTP 500 Internal Server Error"));
+    assert!(model_prompt_of(&answer, 3).contains("the database is down"));
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test]
+async fn a_huge_response_is_cut_before_the_model_reads_it() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let model = ScriptedChatModel::new(vec![
+        call("exportNotes", json!({})),
+        respond("Here is the start of the export."),
+    ]);
+
+    let (answer, _) = run(&actions, &index, &model, "Export every note as text").await;
+
+    assert!(answer.found);
+    let prompt = model_prompt_of(&answer, 1);
+    assert!(
+        prompt.contains("[response cut: showed the first 16384 of 1200000 bytes"),
+        "{}",
+        &prompt[prompt.len().saturating_sub(300)..]
+    );
+    assert!(
+        prompt.len() < 20_000 + 4_000,
+        "the prompt holds only the budget"
+    );
+    assert!(export_body().len() > 1_000_000);
+}
+
+#[tokio::test]
+async fn a_credential_reaches_the_server_but_no_prompt_trace_event_or_log() {
+    const TOKEN: &str = "sk-walkrag-ACTIONS-SECRET-5550123";
+    let logs = crate::secrets::Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = Server::start().await;
+    let index = notes_index();
+    let credentials = Credentials::new()
+        .with_header_line(&format!("Authorization: Bearer {TOKEN}"))
+        .unwrap();
+    let config = ExecutorConfig {
+        credentials,
+        ..ExecutorConfig::default()
+    };
+    let actions = strategy(&server, config, Arc::new(AlwaysYes));
+    // The server echoes the request's headers back.
+    let model = ScriptedChatModel::new(vec![
+        call("getNote", json!({"noteId": "echo"})),
+        respond("Done."),
+    ]);
+
+    let (answer, events) = run(&actions, &index, &model, "Show the note echo").await;
+
+    assert_eq!(
+        server.only_request().header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    let mut places = prompts(&model);
+    places.push(serde_json::to_string(&answer.trace).unwrap());
+    places.push(serde_json::to_string(&answer).unwrap());
+    places.extend(events.iter().map(|e| serde_json::to_string(e).unwrap()));
+    places.push(format!("{:?}", actions.apis()[0].executor));
+    places.push(logs.text());
+    assert!(logs.text().contains("sending"), "the executor logged");
+    for place in &places {
+        assert!(!place.contains(TOKEN), "the credential leaked: {place}");
+        assert!(
+            !place.contains("ACTIONS-SECRET"),
+            "part of the credential leaked"
+        );
+    }
+    // The echo came back with the credential replaced.
+    assert!(model_prompt_of(&answer, 1).contains("***"));
+}
+
+#[tokio::test]
+async fn a_dry_run_builds_the_request_and_sends_nothing() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let audit = AuditLog::new();
+    let (confirm, seen) = recording(true);
+    let config = ExecutorConfig {
+        dry_run: true,
+        confirm_dry_runs: true,
+        audit: Some(audit.clone()),
+        ..ExecutorConfig::default()
+    };
+    let actions = strategy(&server, config, confirm);
+    let model = ScriptedChatModel::new(vec![call("createNote", json!({"title": "Plans"}))]);
+
+    let (answer, _) = run(&actions, &index, &model, "Create a note titled Plans").await;
+
+    assert_eq!(server.count(), 0);
+    assert_eq!(answer.termination, Termination::DryRun);
+    assert!(answer.found);
+    assert!(
+        answer.answer.starts_with("Dry run: nothing was sent"),
+        "{}",
+        answer.answer
+    );
+    assert!(answer.answer.contains("POST "), "{}", answer.answer);
+    assert_eq!(answer.usage.llm_calls, 1);
+    assert_eq!(seen.lock().unwrap().len(), 1, "asked as a real run would");
+    let log = audit.entries();
+    assert_eq!(log.len(), 1);
+    assert!(log[0].confirmation_asked && log[0].confirmed && !log[0].sent);
+    assert!(!log[0].is_unconfirmed_change());
+}
+
+#[tokio::test]
+async fn refused_inputs_go_back_to_the_model_a_bounded_number_of_times() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let bad = || call("listNotes", json!({"status": "published", "limit": "many"}));
+    let model = ScriptedChatModel::new(vec![bad(), bad(), bad(), bad(), bad()]);
+
+    let (answer, _) = run(&actions, &index, &model, "List many published notes").await;
+
+    assert_eq!(
+        answer.usage.llm_calls, 3,
+        "two corrections, then it gives up"
+    );
+    assert_eq!(answer.termination, Termination::Responded);
+    assert!(answer.answer.contains("could not build a valid request"));
+    assert!(
+        model_prompt_of(&answer, 1).contains("limit:"),
+        "the problem is named"
+    );
+    assert_eq!(server.count(), 0);
+
+    // Whatever the model does, a request ends within max_turns.
+    let search = || Turn::Reply(r#"{"action": "find_actions", "query": "notes"}"#.into());
+    let model = ScriptedChatModel::new((0..10).map(|_| search()).collect());
+    let (answer, _) = run(&actions, &index, &model, "Do something with notes").await;
+    assert_eq!(answer.termination, Termination::MaxCycles);
+    assert_eq!(answer.usage.llm_calls, actions.max_turns);
+    assert!(!answer.found);
+}
+
+#[tokio::test]
+async fn a_repeated_change_is_not_sent_twice() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let create = || call("createNote", json!({"title": "Plans"}));
+    let model = ScriptedChatModel::new(vec![create(), create(), respond("Created.")]);
+
+    let (answer, _) = run(&actions, &index, &model, "Create a note titled Plans").await;
+
+    assert_eq!(server.count(), 1);
+    assert_eq!(executed(&answer)[1].outcome, "repeated");
+    assert!(answer.found);
+}
+
+#[tokio::test]
+async fn tool_calling_models_get_the_actions_as_tools() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let tool = |id: &str, name: &str, arguments: Value| ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.to_string(),
+    };
+    let model = ScriptedChatModel::new(vec![
+        Turn::Tools(vec![tool(
+            "c1",
+            "execute_action",
+            json!({"operation_id": "getNote", "params": {"noteId": "1"}}),
+        )]),
+        Turn::Tools(vec![tool(
+            "c2",
+            "respond",
+            json!({"text": "Note 1 is Shopping."}),
+        )]),
+    ])
+    .with_tools();
+
+    let (answer, _) = run(&actions, &index, &model, "Show me note 1").await;
+
+    assert_eq!(answer.answer, "Note 1 is Shopping.");
+    assert!(answer.found);
+    let requests = model.requests.lock().unwrap().clone();
+    let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["execute_action", "find_actions", "ask_user", "respond"]
+    );
+    let enum_ids = &requests[0].tools[0].parameters["properties"]["operation_id"]["enum"];
+    assert!(
+        enum_ids.as_array().unwrap().contains(&json!("getNote")),
+        "{enum_ids}"
+    );
+    let second = &requests[1].messages;
+    let assistant = second.iter().find(|m| m.role == Role::Assistant).unwrap();
+    assert_eq!(assistant.tool_calls[0].id, "c1");
+    let result = second.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(result.tool_call_id.as_deref(), Some("c1"));
+    assert!(result.content.contains("HTTP 200 OK"), "{}", result.content);
+    assert_eq!(server.only_request().path, "/v1/notes/1");
+}
+
+#[tokio::test]
+async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let model = ScriptedChatModel::new(vec![respond("Nothing to do.")]);
+
+    let (answer, _) = run(&actions, &index, &model, "delete a note").await;
+
+    let first = &answer.trace.steps[0];
+    let Step::Retrieve(retrieval) = first else {
+        panic!("the first step is a search: {first:?}");
+    };
+    assert_eq!(retrieval.query, "delete a note");
+    assert!(retrieval.hits.len() <= actions.ranked_k * 3);
+    let prompt = model_prompt_of(&answer, 0);
+    assert!(
+        prompt.contains("Reply with exactly one JSON object"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("deleteNote — DELETE /notes/{noteId}"),
+        "{prompt}"
+    );
+    assert!(prompt.ends_with("Request: delete a note"), "{prompt}");
+    assert!(!answer.found, "nothing was carried out");
+    assert_eq!(answer.answer, "Nothing to do.");
+    let first = render_request(&model.requests.lock().unwrap()[0]);
+    expect_test::expect_file!["snapshots/first_prompt.txt"].assert_eq(&first);
+}

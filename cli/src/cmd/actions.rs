@@ -1,0 +1,222 @@
+//! What `ask`, `chat` and `eval` share for the `actions` strategy: the flags that configure
+//! an API (base URL, credential headers, confirmation, dry run), the specs an index's action
+//! records come from, the terminal confirmation, and the human display of actions.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use walkrag_actions::{
+    Actions, AlwaysNo, AlwaysYes, Catalog, Confirm, Credentials, Executor, ExecutorConfig,
+    RequestPreview, ACTION_KIND,
+};
+use walkrag_engine::Index;
+use walkrag_walker::ActionStep;
+
+/// How the `actions` strategy reaches its API.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ActionFlags {
+    /// actions: the API's base URL [default: the spec's first absolute server].
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// actions: a header sent with every request, e.g. --header "Authorization: Bearer
+    /// $TOKEN" (repeatable). Added at send time, never shown to the model, a trace or a log.
+    /// Per-scheme credentials also come from WALKRAG_AUTH_<SCHEME> variables.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// actions: send requests that change something without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// actions: send nothing; show the request that would be sent.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// actions: the OpenAPI spec whose operations may be called [default: every spec whose
+    /// operations are in the index].
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+}
+
+/// The specs an index's action records were made from (their `spec` metadata).
+pub fn indexed_specs(index: &Index) -> BTreeSet<PathBuf> {
+    index
+        .documents()
+        .iter()
+        .filter(|d| d.doc.metadata.get("kind").and_then(|k| k.as_str()) == Some(ACTION_KIND))
+        .filter_map(|d| d.doc.metadata.get("spec").and_then(|s| s.as_str()))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Reads an OpenAPI spec.
+pub fn read_catalog(path: &Path) -> anyhow::Result<Catalog> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the spec {}", path.display()))?;
+    Catalog::parse(&text)
+        .with_context(|| format!("{} is not a usable OpenAPI spec", path.display()))
+}
+
+/// The executor for one spec: base URL from the flags or the spec, credentials from the
+/// environment (per security scheme) and the flags' headers.
+pub fn executor(
+    catalog: &Catalog,
+    flags: &ActionFlags,
+    config: ExecutorConfig,
+) -> anyhow::Result<Executor> {
+    let mut headers = Credentials::new();
+    for line in &flags.headers {
+        headers = headers.with_header_line(line)?;
+    }
+    let credentials = Credentials::from_env(catalog).merge(headers);
+    let config = ExecutorConfig {
+        base_url: flags.base_url.clone(),
+        credentials,
+        dry_run: flags.dry_run || config.dry_run,
+        ..config
+    };
+    Ok(Executor::new(catalog, config)?)
+}
+
+/// The strategy for an index: the APIs of `--spec`, else of every spec in the index.
+pub fn strategy(
+    index: &Index,
+    flags: &ActionFlags,
+    confirm: Arc<dyn Confirm>,
+) -> anyhow::Result<Actions> {
+    let indexed = indexed_specs(index);
+    let specs: Vec<PathBuf> = match &flags.spec {
+        Some(spec) => {
+            let absolute = std::fs::canonicalize(spec)
+                .with_context(|| format!("cannot read the spec {}", spec.display()))?;
+            if !indexed.contains(&absolute) {
+                bail!(
+                    "the operations of {} are not in the index {}: index the spec first \
+                     (walkrag index {} --index {})",
+                    spec.display(),
+                    index.dir().display(),
+                    spec.display(),
+                    index.dir().display()
+                );
+            }
+            vec![absolute]
+        }
+        None => indexed.into_iter().collect(),
+    };
+    if specs.is_empty() {
+        bail!(
+            "the index {} holds no API operations: index an OpenAPI spec first \
+             (walkrag index openapi.yaml)",
+            index.dir().display()
+        );
+    }
+    let mut strategy: Option<Actions> = None;
+    for spec in &specs {
+        let catalog = read_catalog(spec)?;
+        let executor = executor(&catalog, flags, ExecutorConfig::default())?;
+        strategy = Some(match strategy {
+            None => Actions::new(catalog, executor, Arc::clone(&confirm)),
+            Some(actions) => actions.with_api(catalog, executor),
+        });
+    }
+    Ok(strategy.expect("at least one spec"))
+}
+
+/// The confirmation for a run: `--yes` confirms all, a terminal asks, anything else refuses
+/// (and says so).
+pub fn confirmation(flags: &ActionFlags) -> Arc<dyn Confirm> {
+    if flags.yes {
+        Arc::new(AlwaysYes)
+    } else if std::io::stdin().is_terminal() {
+        Arc::new(TerminalConfirm)
+    } else {
+        Arc::new(Refuse)
+    }
+}
+
+/// Asks on the terminal: the request on stderr, y/N from stdin.
+pub struct TerminalConfirm;
+
+impl Confirm for TerminalConfirm {
+    fn confirm(&self, request: &RequestPreview) -> bool {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "\nThis request changes something:");
+        for line in request.to_string().lines() {
+            let _ = writeln!(err, "  {line}");
+        }
+        let _ = write!(err, "Send it? [y/N] ");
+        let _ = err.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() {
+            return false;
+        }
+        matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
+    }
+}
+
+/// Refuses every change when nobody can be asked (stdin is not a terminal, no `--yes`).
+struct Refuse;
+
+impl Confirm for Refuse {
+    fn confirm(&self, request: &RequestPreview) -> bool {
+        eprintln!(
+            "refused {} {}: stdin is not a terminal to confirm on (--yes confirms)",
+            request.method, request.url
+        );
+        AlwaysNo.confirm(request)
+    }
+}
+
+/// An action as the human output shows it, on stderr: the call, the request and the result.
+pub fn show_action(err: &mut dyn Write, step: &ActionStep) {
+    match step.action.as_str() {
+        "execute_action" => {
+            let params = step
+                .checked_params
+                .as_ref()
+                .or(step.params.as_ref())
+                .map(|p| p.to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "→ {} {params}",
+                step.operation_id.as_deref().unwrap_or("?")
+            );
+            for repair in &step.repairs {
+                let _ = writeln!(err, "  note: {repair}");
+            }
+            if let Some(request) = &step.request {
+                let line = format!(
+                    "{} {}",
+                    request["method"].as_str().unwrap_or(""),
+                    request["url"].as_str().unwrap_or("")
+                );
+                let verdict = match step.confirmed {
+                    Some(true) => " (confirmed)",
+                    Some(false) => " (declined)",
+                    None => "",
+                };
+                let _ = writeln!(err, "  request: {line}{verdict}");
+            }
+            if step.outcome == "dry_run" {
+                // The answer shows the request in full.
+                return;
+            }
+            let lines: Vec<&str> = step.result.lines().collect();
+            for line in lines.iter().take(16) {
+                let line: String = line.chars().take(200).collect();
+                let _ = writeln!(err, "  {line}");
+            }
+            if lines.len() > 16 {
+                let _ = writeln!(err, "  … ({} more lines)", lines.len() - 16);
+            }
+        }
+        "unreadable" => {
+            let _ = writeln!(
+                err,
+                "  (the model's reply could not be read; it was told so)"
+            );
+        }
+        _ => {}
+    }
+}
