@@ -69,18 +69,21 @@ impl Links {
 
 /// The name a title is mentioned by: without a trailing qualifier in parentheses ("Kiss and
 /// Tell (1945 film)" is written "Kiss and Tell"); `None` when too short or not capitalised
-/// (common words would link everything).
+/// (common words would link everything), or when a qualifier leaves a single word: a title
+/// needs one because the word alone means other things ("United (album)" is not what "United
+/// States" names).
 fn name_of(title: &str) -> Option<String> {
-    let name = match title.rfind(" (") {
-        Some(at) if title.ends_with(')') => &title[..at],
-        _ => title,
-    }
-    .trim();
+    let (name, qualified) = match title.rfind(" (") {
+        Some(at) if title.ends_with(')') => (title[..at].trim(), true),
+        _ => (title.trim(), false),
+    };
     let capitalised = name
         .chars()
         .next()
         .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
-    (capitalised && name.chars().count() >= MIN_NAME_CHARS).then(|| name.to_string())
+    let one_word = name.split_whitespace().count() < 2;
+    (capitalised && name.chars().count() >= MIN_NAME_CHARS && !(qualified && one_word))
+        .then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -98,6 +101,8 @@ mod tests {
             Some("Leland, North Carolina")
         );
         assert_eq!(name_of("Kur"), None);
+        assert_eq!(name_of("United (Marian Gold album)"), None);
+        assert_eq!(name_of("Kessel").as_deref(), Some("Kessel"));
         assert_eq!(name_of("revenue"), None);
         assert_eq!(
             name_of("1999 World Drivers' Championship").as_deref(),
