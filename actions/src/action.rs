@@ -212,6 +212,46 @@ pub struct Input {
     pub schema: Value,
 }
 
+impl Input {
+    /// Whether this parameter carries a credential: the `Authorization` or `Cookie` header, an
+    /// API key, token, secret or password (or an API user name) sent as a header, query
+    /// parameter or cookie. Such inputs belong to the user's configuration, never to the
+    /// model: the `actions` strategy hides them, and the executor sends the configured
+    /// credential of the same name in their place. Body fields are never credentials here
+    /// (a new user's password is what the request is about).
+    pub fn is_credential(&self) -> bool {
+        self.location != Location::Body && is_credential_name(&self.wire_name)
+    }
+}
+
+/// Whether a parameter of this name carries a credential (see [`Input::is_credential`]).
+pub(crate) fn is_credential_name(name: &str) -> bool {
+    const EXACT: [&str; 8] = [
+        "authorization",
+        "proxyauthorization",
+        "cookie",
+        "key",
+        "apiusername",
+        "apiuser",
+        "session",
+        "sessionid",
+    ];
+    const PARTS: [&str; 6] = [
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "credential",
+        "signature",
+    ];
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    EXACT.contains(&name.as_str()) || PARTS.iter().any(|part| name.contains(part))
+}
+
 /// How the request body is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -328,6 +368,19 @@ impl Action {
     /// The body's inputs (its fields, or the one whole-body input).
     pub fn body_fields(&self) -> impl Iterator<Item = &Input> {
         self.inputs.iter().filter(|i| i.location == Location::Body)
+    }
+
+    /// This action without its credential inputs (see [`Input::is_credential`]): what a
+    /// model may see and fill in.
+    pub fn without_credentials(&self) -> Action {
+        let mut action = self.clone();
+        action.inputs.retain(|input| !input.is_credential());
+        action
+    }
+
+    /// The names of its credential inputs.
+    pub fn credential_inputs(&self) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(|input| input.is_credential())
     }
 
     /// Whether sending this action needs the user's confirmation.

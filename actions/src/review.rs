@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::action::{words, Action};
+use crate::action::{is_credential_name, words, Action};
 
 /// Keys a model groups inputs under (`{"path": {...}, "body": {...}}`); their fields are
 /// read as inputs when the action has no input of that name.
@@ -49,13 +49,19 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         if value.is_null() {
             continue;
         }
+        if action.input(&name).is_none() && is_credential_name(&name) {
+            out.repairs.push(format!(
+                "{name}: dropped, a credential is never taken from the model"
+            ));
+            continue;
+        }
         if is_placeholder(&value, &name) {
             out.repairs.push(format!(
                 "{name}: dropped {value}, a placeholder, not a value"
             ));
             continue;
         }
-        if grounded && !said.grounds(&value) {
+        if grounded && !said.grounds(&value) && !documented(action, &name, &value) {
             out.repairs
                 .push(format!("{name}: dropped {value}: the user did not give it"));
             continue;
@@ -63,6 +69,24 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         out.params.insert(name, value);
     }
     out
+}
+
+/// Whether the input's own description states the value (`2 for like` for a post action
+/// type): a value the API documents for the user's words, not one made up. Enum values are
+/// not: picking one the user never named is a guess.
+fn documented(action: &Action, name: &str, value: &Value) -> bool {
+    action
+        .input(name)
+        .and_then(|input| input.description.as_deref())
+        .is_some_and(|description| {
+            let words = Words::of(description);
+            match value {
+                // Only short values: a description does not hold a title or a text.
+                Value::Number(_) => words.grounds(value),
+                Value::String(s) if s.split_whitespace().count() == 1 => words.grounds(value),
+                _ => false,
+            }
+        })
 }
 
 /// Fields of groups (`body`, `path`, …) the action does not have as inputs, lifted to the top.
@@ -185,6 +209,8 @@ impl Words {
     pub fn grounds(&self, value: &Value) -> bool {
         match value {
             Value::Null | Value::Bool(_) => true,
+            // Booleans written as strings (`"enabled": "true"`) need no words either.
+            Value::String(s) if matches!(s.trim(), "true" | "false") => true,
             Value::Number(n) => {
                 let text = n.to_string();
                 self.lower.contains(&text) && tokens(&text).iter().all(|t| self.has(t))
@@ -341,5 +367,35 @@ paths:
         assert!(Words::of("email me at a.b@example.org").grounds(&json!("a.b@example.org")));
         assert!(Words::of("publish it").grounds(&json!("published")));
         assert!(!Words::of("publish it").grounds(&json!("draft")));
+        assert!(Words::of("close it").grounds(&json!("true")));
+    }
+
+    #[test]
+    fn a_value_the_input_documents_is_not_made_up() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/actions": {"post": {
+                "operationId": "act",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
+                    "required": ["id", "type_id"],
+                    "properties": {"id": {"type": "integer"}, "type_id": {"type": "integer", "description": "2 for like, 3 for flag"}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = &catalog.actions[0];
+        let reviewed = review(
+            action,
+            &json!({"id": 812, "type_id": 2}),
+            "like post 812",
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"id": 812, "type_id": 2})
+        );
+        let reviewed = review(action, &json!({"id": 2, "type_id": 2}), "like a post", true);
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"type_id": 2}),
+            "an id is not documented"
+        );
     }
 }

@@ -39,10 +39,52 @@ pub const SYSTEM_PROMPT: &str = include_str!("../prompts/system.md");
 /// The system prompt for tool-calling models.
 pub const TOOLS_PROMPT: &str = include_str!("../prompts/tools.md");
 
-/// One API the strategy can call: its operations and the executor that sends them.
+/// One API the strategy can call: its operations (credential inputs removed) and the
+/// executor that sends them.
 pub struct Api {
     pub catalog: Catalog,
     pub executor: Executor,
+    /// Per operation, the credential inputs removed from it (by wire name).
+    credentials: HashMap<String, Vec<String>>,
+}
+
+impl Api {
+    fn new(mut catalog: Catalog, executor: Executor) -> Self {
+        let mut credentials = HashMap::new();
+        for action in &mut catalog.actions {
+            let names: Vec<String> = action
+                .credential_inputs()
+                .map(|input| input.wire_name.clone())
+                .collect();
+            if !names.is_empty() {
+                credentials.insert(action.operation_id.clone(), names);
+                *action = action.without_credentials();
+            }
+        }
+        Self {
+            catalog,
+            executor,
+            credentials,
+        }
+    }
+
+    /// The credential inputs of `operation` that no configured header provides.
+    fn unprovided(&self, operation: &str) -> Vec<String> {
+        let configured: Vec<String> = self
+            .executor
+            .config()
+            .credentials
+            .header_names()
+            .map(str::to_lowercase)
+            .collect();
+        self.credentials
+            .get(operation)
+            .into_iter()
+            .flatten()
+            .filter(|name| !configured.contains(&name.to_lowercase()))
+            .cloned()
+            .collect()
+    }
 }
 
 /// The `actions` strategy. Build it with the APIs it may call and the confirmation that
@@ -70,10 +112,12 @@ pub struct Actions {
 
 impl Actions {
     /// A strategy calling `catalog`'s operations through `executor`, asking `confirm` before
-    /// any change.
+    /// any change. Inputs that carry credentials ([`crate::Input::is_credential`]) are
+    /// removed from the operations: the model never sees or fills them, the executor sends
+    /// the configured credentials.
     pub fn new(catalog: Catalog, executor: Executor, confirm: Arc<dyn Confirm>) -> Self {
         Self {
-            apis: vec![Api { catalog, executor }],
+            apis: vec![Api::new(catalog, executor)],
             confirm,
             k: 5,
             ranked_k: 10,
@@ -87,12 +131,21 @@ impl Actions {
 
     /// Adds another API; an operation id is looked up in the APIs in the order added.
     pub fn with_api(mut self, catalog: Catalog, executor: Executor) -> Self {
-        self.apis.push(Api { catalog, executor });
+        self.apis.push(Api::new(catalog, executor));
         self
     }
 
     pub fn apis(&self) -> &[Api] {
         &self.apis
+    }
+
+    /// The credential inputs of `id` that no configured header provides.
+    fn unprovided(&self, id: &str) -> Vec<String> {
+        self.apis
+            .iter()
+            .find(|api| api.catalog.get(id).is_some())
+            .map(|api| api.unprovided(id))
+            .unwrap_or_default()
     }
 
     /// The operation `id` and the executor that sends it.
@@ -119,8 +172,9 @@ impl Actions {
         let tools = env.model.supports_tools();
         conversation.said.push_str(request);
         conversation.said.push('\n');
-        let query = match conversation.pending.take() {
-            Some(earlier) => format!("{earlier} {request}"),
+        let pending = conversation.pending.take();
+        let query = match &pending {
+            Some(earlier) => format!("{} {request}", earlier.query),
             None => request.to_string(),
         };
         let found = self.find(&mut run, 1, &query)?;
@@ -137,9 +191,17 @@ impl Actions {
             let text = "No API operation in the index fits this request.".to_string();
             return Ok(run.finish(text, false, Termination::NothingRetrieved, 0));
         }
-        conversation
-            .messages
-            .push(Message::user(self.request_message(&fresh, request)));
+        let message = match &pending {
+            // Said plainly, or a small model takes the answer for the request carried out.
+            Some(earlier) => format!(
+                "{}The user answers your question ({}): {request}\nCall the operation again \
+                 with every input the user has given.",
+                self.cards_before(&fresh),
+                earlier.question
+            ),
+            None => self.request_message(&fresh, request),
+        };
+        conversation.messages.push(Message::user(message));
 
         let mut invalid_in_row = 0;
         let mut carried_out = false;
@@ -182,7 +244,10 @@ impl Actions {
                     Call::Ask { question } => {
                         let asked = self.names_in(&question, &conversation.available);
                         conversation.answer(tools, &call, "Asked the user; their answer follows.");
-                        conversation.pending = Some(query.clone());
+                        conversation.pending = Some(Pending {
+                            query: query.clone(),
+                            question: question.clone(),
+                        });
                         run.record_action(ActionStep {
                             cycle: turn,
                             action: "ask_user".into(),
@@ -231,6 +296,16 @@ impl Actions {
                         let executed = self
                             .execute(&mut run, conversation, turn, &operation_id, &params, &done)
                             .await;
+                        if !tools {
+                            // The history shows the inputs as checked, not the model's guesses.
+                            conversation.rewrite_last(
+                                Call::Execute {
+                                    operation_id: operation_id.clone(),
+                                    params: executed.checked.clone(),
+                                }
+                                .written(),
+                            );
+                        }
                         conversation.answer(tools, &call, &executed.step.result);
                         if let Some(text) = &executed.said {
                             conversation.said.push_str(text);
@@ -238,7 +313,10 @@ impl Actions {
                         }
                         match &executed.end {
                             Some(End::Ask(question)) => {
-                                conversation.pending = Some(query.clone());
+                                conversation.pending = Some(Pending {
+                                    query: query.clone(),
+                                    question: question.clone(),
+                                });
                                 ended = Some((question.clone(), Termination::AskedUser));
                             }
                             Some(End::DryRun(text)) => {
@@ -287,10 +365,15 @@ impl Actions {
     /// The first message of a request: the cards of the operations just found, then the
     /// request.
     fn request_message(&self, fresh: &[String], request: &str) -> String {
+        format!("{}Request: {request}", self.cards_before(fresh))
+    }
+
+    /// The cards of operations just found, as the start of a message (nothing when none).
+    fn cards_before(&self, fresh: &[String]) -> String {
         if fresh.is_empty() {
-            return request.to_string();
+            return String::new();
         }
-        format!("Operations:\n\n{}\n\nRequest: {request}", self.cards(fresh))
+        format!("Operations:\n\n{}\n\n", self.cards(fresh))
     }
 
     /// What a search tells the model.
@@ -401,10 +484,11 @@ impl Actions {
             },
         };
         let completion = run.chat(turn, request, &self.control).await?;
+        let lookup = |id: &str| self.lookup(id).map(|(action, _)| action);
         let calls = if tools {
-            calls_of_tools(&completion, &|id| self.knows(id))
+            calls_of_tools(&completion, &lookup)
         } else {
-            vec![call_of_text(&completion.text, &|id| self.knows(id))]
+            vec![call_of_text(&completion.text, &lookup)]
         };
         if tools {
             let mut message = Message::assistant(completion.text.trim());
@@ -504,7 +588,15 @@ impl Actions {
         let outcome = executor.execute(&prepared, &watched).await;
         step.confirmed = *watched.answer.lock().expect("confirmation lock");
         step.request = outcome.request().map(preview_json);
-        step.result = with_repairs(&outcome.to_string(), &reviewed.repairs);
+        let mut notes = reviewed.repairs.clone();
+        let unprovided = self.unprovided(operation_id);
+        if outcome.sent() && !unprovided.is_empty() {
+            notes.push(format!(
+                "sent without {}: credentials the user configures (--header), never the model",
+                unprovided.join(", ")
+            ));
+        }
+        step.result = with_repairs(&outcome.to_string(), &notes);
         let mut executed = Executed {
             checked,
             ..Executed::new(step)
@@ -611,7 +703,16 @@ pub struct Conversation {
     /// What the user wrote and what the API answered: the words input values must come from.
     said: String,
     /// The request waiting for the user's answer to a question: searched again with it.
-    pending: Option<String>,
+    pending: Option<Pending>,
+}
+
+/// A request waiting for the user's answer.
+#[derive(Debug, Clone)]
+struct Pending {
+    /// What the request was searched with.
+    query: String,
+    /// What the user was asked.
+    question: String,
 }
 
 impl Conversation {
@@ -638,6 +739,18 @@ impl Conversation {
             .collect();
         self.available.extend(fresh.iter().cloned());
         fresh
+    }
+
+    /// Replaces the text of the last assistant message.
+    fn rewrite_last(&mut self, text: String) {
+        if let Some(message) = self
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == walkrag_core::Role::Assistant)
+        {
+            message.content = text;
+        }
     }
 
     /// Gives the model the result of one of its calls.
@@ -723,7 +836,7 @@ struct ModelCall {
 
 /// The first action in a protocol model's text. Text without any object is a reply to the
 /// user.
-fn call_of_text(text: &str, knows: &dyn Fn(&str) -> bool) -> ModelCall {
+fn call_of_text<'a>(text: &str, lookup: &dyn Fn(&str) -> Option<&'a Action>) -> ModelCall {
     let mut reader = ObjectReader::new();
     let mut raws = reader.push(text);
     raws.extend(reader.finish());
@@ -731,7 +844,7 @@ fn call_of_text(text: &str, knows: &dyn Fn(&str) -> bool) -> ModelCall {
     for raw in &raws {
         if let Raw::Object(object) = raw {
             objects += 1;
-            if let Some(call) = call_of_object(object, knows) {
+            if let Some(call) = call_of_object(object, lookup) {
                 return ModelCall {
                     written: call.written(),
                     call,
@@ -765,8 +878,20 @@ fn call_of_text(text: &str, knows: &dyn Fn(&str) -> bool) -> ModelCall {
     }
 }
 
+/// Whether `kind` (squashed) names a built-in action: an operation of the same name is not
+/// called by writing it as the action.
+fn is_built_in(kind: &str) -> bool {
+    matches!(
+        kind,
+        "executeaction" | "findactions" | "askuser" | "respond"
+    )
+}
+
 /// The action an object asks for, reading the spellings small models use.
-fn call_of_object(object: &Map<String, Value>, knows: &dyn Fn(&str) -> bool) -> Option<Call> {
+fn call_of_object<'a>(
+    object: &Map<String, Value>,
+    lookup: &dyn Fn(&str) -> Option<&'a Action>,
+) -> Option<Call> {
     let get = |names: &[&str]| {
         object
             .iter()
@@ -801,6 +926,29 @@ fn call_of_object(object: &Map<String, Value>, knows: &dyn Fn(&str) -> bool) -> 
     };
     let action = get(&ACTION).and_then(Value::as_str).map(str::trim);
     let kind = action.map(squash);
+    // The operation written as the action (`{"action": "getNote", ...}`); a value under
+    // `operation_id` then is most likely the thing operated on: its one path input.
+    if let Some((name, operation)) = action
+        .filter(|_| !kind.as_deref().is_some_and(is_built_in))
+        .and_then(|name| lookup(name).map(|operation| (name, operation)))
+    {
+        let mut params = params();
+        if let (Some(stray), Value::Object(map)) = (get(&OPERATION), &mut params) {
+            let open: Vec<&str> = operation
+                .params()
+                .filter(|i| i.required && i.location == crate::Location::Path)
+                .filter(|i| !map.contains_key(&i.name))
+                .map(|i| i.name.as_str())
+                .collect();
+            if let ([input], false) = (open.as_slice(), lookup(&value_text(stray)).is_some()) {
+                map.insert(input.to_string(), stray.clone());
+            }
+        }
+        return Some(Call::Execute {
+            operation_id: name.to_string(),
+            params,
+        });
+    }
     match kind.as_deref() {
         Some("executeaction" | "execute" | "call" | "callaction" | "executeoperation") => {
             let operation_id = text(&OPERATION)?;
@@ -820,11 +968,6 @@ fn call_of_object(object: &Map<String, Value>, knows: &dyn Fn(&str) -> bool) -> 
         Some("respond" | "reply" | "answer" | "response" | "say") => Some(Call::Respond {
             text: text(&["text", "answer", "message", "response", "reply"])?,
         }),
-        // The operation written as the action.
-        Some(_) if action.is_some_and(knows) => Some(Call::Execute {
-            operation_id: action.unwrap_or_default().to_string(),
-            params: params(),
-        }),
         _ => {
             if let Some(operation_id) = text(&OPERATION) {
                 Some(Call::Execute {
@@ -843,7 +986,10 @@ fn call_of_object(object: &Map<String, Value>, knows: &dyn Fn(&str) -> bool) -> 
 }
 
 /// The calls of a tool-calling model's turn; text without calls is a reply to the user.
-fn calls_of_tools(completion: &Completion, knows: &dyn Fn(&str) -> bool) -> Vec<ModelCall> {
+fn calls_of_tools<'a>(
+    completion: &Completion,
+    lookup: &dyn Fn(&str) -> Option<&'a Action>,
+) -> Vec<ModelCall> {
     let mut out = Vec::new();
     for (i, tool_call) in completion.tool_calls.iter().enumerate() {
         let mut tool_call = tool_call.clone();
@@ -853,7 +999,7 @@ fn calls_of_tools(completion: &Completion, knows: &dyn Fn(&str) -> bool) -> Vec<
         let call = match serde_json::from_str::<Value>(&tool_call.arguments) {
             Ok(Value::Object(mut args)) => {
                 args.insert("action".into(), Value::from(tool_call.name.clone()));
-                call_of_object(&args, knows).unwrap_or_else(|| Call::Unreadable {
+                call_of_object(&args, lookup).unwrap_or_else(|| Call::Unreadable {
                     text: format!("{} with arguments {}", tool_call.name, tool_call.arguments),
                 })
             }
@@ -1242,13 +1388,18 @@ impl<'s> Run<'s> {
 mod tests {
     use super::*;
 
-    fn known(id: &str) -> bool {
-        matches!(id, "getNote" | "createNote")
-    }
+    const NOTES: &str = r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+        "/notes/{noteId}": {"get": {"operationId": "getNote", "parameters": [
+            {"name": "noteId", "in": "path", "required": true, "schema": {"type": "string"}}]}},
+        "/notes": {"post": {"operationId": "createNote"}},
+        "/search": {"get": {"operationId": "search", "parameters": [
+            {"name": "q", "in": "query", "schema": {"type": "string"}}]}}}}"#;
 
     #[test]
     fn protocol_objects_are_read_in_the_spellings_small_models_use() {
-        let read = |text: &str| call_of_text(text, &known).call;
+        let catalog = Catalog::parse(NOTES).unwrap();
+        let lookup = |id: &str| catalog.get(id);
+        let read = |text: &str| call_of_text(text, &lookup).call;
         assert_eq!(
             read("```json\n{\"action\": \"execute_action\", \"operation_id\": \"getNote\", \"params\": {\"noteId\": \"1\"}}\n```"),
             Call::Execute {
@@ -1286,6 +1437,22 @@ mod tests {
             read("The note was created."),
             Call::Respond {
                 text: "The note was created.".into()
+            }
+        );
+        // The operation as the action, the note's id under operation_id.
+        assert_eq!(
+            read("{\"action\": \"getNote\", \"operation_id\": \"31\", \"params\": {}}"),
+            Call::Execute {
+                operation_id: "getNote".into(),
+                params: json!({"noteId": "31"})
+            }
+        );
+        // An operation named like a loose alias of a built-in is called.
+        assert_eq!(
+            read("{\"action\": \"search\", \"params\": {\"q\": \"x\"}}"),
+            Call::Execute {
+                operation_id: "search".into(),
+                params: json!({"q": "x"})
             }
         );
         assert!(matches!(read("{\"foo\": 1}"), Call::Unreadable { .. }));

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use walkrag_actions::{
-    Actions, AlwaysNo, AlwaysYes, AuditLog, Confirm, Conversation, Credentials, ExecutorConfig,
-    RequestPreview,
+    Actions, AlwaysNo, AlwaysYes, AuditLog, Catalog, Confirm, Conversation, Credentials,
+    ExecutorConfig, RequestPreview,
 };
 use walkrag_core::{ChatRequest, Role, ToolCall};
 use walkrag_walker::testing::{env, index_of, render_request, ScriptedChatModel, TestIndex, Turn};
@@ -602,4 +602,51 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
     assert_eq!(answer.answer, "Nothing to do.");
     let first = render_request(&model.requests.lock().unwrap()[0]);
     expect_test::expect_file!["snapshots/first_prompt.txt"].assert_eq(&first);
+}
+
+#[tokio::test]
+async fn inputs_that_carry_credentials_are_never_the_models() {
+    let server = Server::start().await;
+    // The notes spec with an API key declared as a required header input of listNotes.
+    let yaml = crate::notes_yaml().replace(
+        "        - name: X-Request-Id\n",
+        "        - name: Api-Key\n          in: header\n          required: true\n          \
+         schema:\n            type: string\n        - name: X-Request-Id\n",
+    );
+    let listed = Catalog::parse(&yaml).unwrap();
+    assert!(
+        listed
+            .get("listNotes")
+            .unwrap()
+            .input("Api-Key")
+            .unwrap()
+            .required
+    );
+    let credentials = Credentials::new()
+        .with_header_line("Api-Key: from-the-user")
+        .unwrap();
+    let config = ExecutorConfig {
+        credentials,
+        ..ExecutorConfig::default()
+    };
+    let actions = Actions::new(listed, executor(&server, config), Arc::new(AlwaysYes));
+    let seen = actions.apis()[0].catalog.get("listNotes").unwrap();
+    assert!(seen.input("Api-Key").is_none(), "the model never sees it");
+    assert!(!seen.describe().contains("Api-Key"));
+    let index = notes_index();
+    let model = ScriptedChatModel::new(vec![
+        call("listNotes", json!({"Api-Key": "made-up", "limit": 2})),
+        respond("Two notes."),
+    ]);
+
+    let (answer, _) = run(&actions, &index, &model, "List 2 notes").await;
+
+    // Not asked for, not taken from the model: the configured key goes out.
+    let request = server.only_request();
+    assert_eq!(request.header("api-key"), Some("from-the-user"));
+    assert_eq!(request.query, "limit=2");
+    assert!(answer.found);
+    let step = &executed(&answer)[0];
+    assert!(step.asked.is_empty());
+    assert_eq!(step.checked_params, Some(json!({"limit": 2})), "{step:?}");
 }
