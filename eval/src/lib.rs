@@ -1,7 +1,9 @@
 //! Accuracy benchmarking of walkrag's strategies: question sets ([`dataset`]), scores
 //! ([`metrics`], [`results`]), the resumable eval loop ([`runner`]), and what it writes
-//! (`results.jsonl`, [`summary`], [`report`] with its SVG chart).
+//! (`results.jsonl`, [`summary`], [`report`] with its SVG chart), and the `actions`
+//! strategy's own harness over API requests ([`actions`]).
 
+pub mod actions;
 pub mod dataset;
 pub mod metrics;
 pub mod report;

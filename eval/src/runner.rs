@@ -62,7 +62,7 @@ pub enum EvalError {
     Corrupt { path: PathBuf, message: String },
 }
 
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> EvalError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(io::Error) -> EvalError + '_ {
     move |source| EvalError::Io {
         path: path.to_path_buf(),
         source,
@@ -230,7 +230,7 @@ async fn answer_one(
 }
 
 /// The record to write: the old one extended with new strategies, or a mismatch error.
-fn merge_record(path: &Path, new: RunRecord) -> Result<RunRecord, EvalError> {
+pub(crate) fn merge_record(path: &Path, new: RunRecord) -> Result<RunRecord, EvalError> {
     let old = match fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(new),
@@ -294,16 +294,16 @@ fn read_results(path: &Path) -> Result<Vec<ResultLine>, EvalError> {
     Ok(lines)
 }
 
-fn to_json<T: Serialize>(value: &T) -> String {
+pub(crate) fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("results serialize")
 }
 
-fn to_json_pretty<T: Serialize>(value: &T) -> String {
+pub(crate) fn to_json_pretty<T: Serialize>(value: &T) -> String {
     serde_json::to_string_pretty(value).expect("results serialize") + "\n"
 }
 
 /// Writes `path` through a temporary file and a rename, so readers never see half a file.
-fn write_atomic(path: &Path, contents: &str) -> Result<(), EvalError> {
+pub(crate) fn write_atomic(path: &Path, contents: &str) -> Result<(), EvalError> {
     let tmp = path.with_extension("tmp");
     let write = || -> io::Result<()> {
         let mut f = File::create(&tmp)?;

@@ -95,10 +95,10 @@ pub struct Args {
 
 /// The last line of `--json`.
 #[derive(Serialize)]
-struct AnswerLine<'a> {
-    r#type: &'static str,
+pub(crate) struct AnswerLine<'a> {
+    pub r#type: &'static str,
     #[serde(flatten)]
-    answer: &'a Answer,
+    pub answer: &'a Answer,
 }
 
 /// What `--trace FILE.json` holds.
@@ -271,12 +271,12 @@ fn write_trace(path: &Path, answer: &Answer, index: &Index) -> anyhow::Result<()
 
 /// Human output: retrievals and notes on stderr, the answer streamed to stdout.
 #[derive(Default)]
-struct Human {
+pub(crate) struct Human {
     answering: bool,
 }
 
 impl Human {
-    fn show(&mut self, event: Event) {
+    pub(crate) fn show(&mut self, event: Event) {
         let mut err = std::io::stderr().lock();
         match event {
             Event::Cycle { cycle } if cycle > 1 => {

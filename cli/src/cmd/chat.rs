@@ -1,14 +1,18 @@
 //! `walkrag chat`: talk to any chat model, streaming; a quick way to check a model works.
+//! With `--strategy actions`, a conversation that carries out requests with an indexed API.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
+use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
+use walkrag_walker::{Answer, Env, Event, SearchParams};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
 /// --prompt. Answers stream as they are generated.
@@ -17,10 +21,16 @@ use walkrag_models::DEFAULT_MODEL;
 /// or openai:MODEL (OPENAI_BASE_URL and OPENAI_API_KEY from the environment; works with
 /// OpenAI, llama.cpp's server, vLLM, Ollama).
 ///
+/// With --strategy actions, each message is a request to an API whose OpenAPI spec is in the
+/// index (see `walkrag ask --help`): the operations found stay available for the rest of the
+/// conversation, a question for a missing input is answered by the next message, and every
+/// change is confirmed on the terminal first (--yes confirms all; --dry-run sends nothing).
+///
 /// Examples:
 ///   walkrag chat --prompt "What is the capital of France?"
 ///   walkrag chat --model local:smollm2-135m
 ///   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 walkrag chat --model openai:any
+///   walkrag chat --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
 pub struct Args {
     /// Chat model.
@@ -44,9 +54,31 @@ pub struct Args {
     /// Print token counts and speed after each answer (on stderr).
     #[arg(long, short)]
     verbose: bool,
+    /// `actions`: carry out requests with an API whose spec is in the index.
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Index directory (--strategy actions).
+    #[arg(long, default_value = super::DEFAULT_INDEX)]
+    index: PathBuf,
+    /// Embedding model [default: the one the index was built with] (--strategy actions).
+    #[arg(long)]
+    embedder: Option<String>,
+    /// One JSON event per line, each turn ending with its answer line (--strategy actions).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    actions: super::actions::ActionFlags,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.strategy.as_deref() {
+        None => {}
+        Some("actions") => return run_actions(args),
+        Some(other) => bail!(
+            "chat takes --strategy actions; {other:?} answers one question at a time: \
+             walkrag ask QUESTION --strategy {other}"
+        ),
+    }
     let model = super::load_chat_model(&args.model)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let mut messages = vec![Message::system(args.system.clone())];
@@ -130,4 +162,98 @@ async fn turn(
     }
     messages.push(Message::assistant(answer));
     Ok(())
+}
+
+/// `--strategy actions`: each line is a request; found operations and the history stay for
+/// the next one.
+fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
+    let (index, embedder) =
+        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
+    let confirm = super::actions::confirmation(&args.actions);
+    let strategy = super::actions::strategy(&index, &args.actions, confirm)?;
+    let env = Env {
+        index: &index,
+        embedder: &embedder,
+        model: model.as_ref(),
+        search: SearchParams::default(),
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let mut conversation = Conversation::new();
+    let turn = |request: &str, conversation: &mut Conversation| -> anyhow::Result<Answer> {
+        let answer = if args.json {
+            let mut sink = |event: Event| print_json(&event);
+            runtime.block_on(strategy.turn(conversation, request, env, &mut sink))?
+        } else {
+            let mut human = super::ask::Human::default();
+            let mut sink = |event: Event| human.show(event);
+            runtime.block_on(strategy.turn(conversation, request, env, &mut sink))?
+        };
+        if args.json {
+            print_json(&super::ask::AnswerLine {
+                r#type: "answer",
+                answer: &answer,
+            });
+        } else {
+            println!();
+            if args.verbose {
+                eprintln!(
+                    "[{} · {} LLM calls · {} prompt + {} completion tokens · {:.1} s]",
+                    answer.termination,
+                    answer.usage.llm_calls,
+                    answer.usage.prompt_tokens,
+                    answer.usage.completion_tokens,
+                    answer.elapsed_ms as f64 / 1000.0
+                );
+            }
+        }
+        Ok(answer)
+    };
+    if let Some(prompt) = &args.prompt {
+        let answer = turn(prompt, &mut conversation)?;
+        return Ok(if answer.found {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "carrying out requests with {} through {} — one line per message, Ctrl-D to leave",
+            strategy
+                .apis()
+                .iter()
+                .map(|api| api.catalog.title.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            model.id()
+        );
+    }
+    let stdin = std::io::stdin();
+    loop {
+        if interactive {
+            eprint!("> ");
+            std::io::stderr().flush().ok();
+        }
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        turn(line, &mut conversation)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One JSON object on its own line of stdout (a closed stdout ends the output quietly).
+fn print_json<T: serde::Serialize>(value: &T) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
 }

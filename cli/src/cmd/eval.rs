@@ -9,6 +9,7 @@ use anyhow::{bail, ensure, Context};
 use indicatif::ProgressBar;
 use walkrag_embed::SentenceEmbedder;
 use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
+use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
@@ -27,17 +28,39 @@ use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
 /// Questions are JSON Lines with "id", "question", "answer", optional "answer_aliases", and
 /// "supporting_ids" (documents of the corpus holding the evidence).
 ///
+/// With --spec and --requests, the actions strategy is evaluated on API requests instead:
+/// the spec's operations are indexed, each request is run with a dry-run executor (nothing
+/// is sent), every confirmation is given, nothing missing is supplied, and summary.json
+/// holds operation_accuracy, operation_recall@5/@10, param_accuracy, ask_accuracy,
+/// confirm_accuracy, unconfirmed_mutations (a count; must be 0) and costs; results.jsonl the
+/// operation picked, the inputs filled, what was asked, whether confirmation was asked and
+/// the requests that would have been sent. Requests are JSON Lines: {"id", "request",
+/// "operation_id", "method", "path", "required_params": {name: value or null},
+/// "missing_required": [name], "mutating", "optional_params"?, "also_acceptable"?}.
+///
 /// Example (start small, then go on with a larger --limit; results are kept):
 ///   walkrag eval --corpus data/hotpotqa-100/corpus.jsonl \
 ///       --questions data/hotpotqa-100/questions.jsonl --strategies single --limit 10
+///   walkrag eval --spec docs/data/actions/spec.yaml \
+///       --requests docs/data/actions/requests.jsonl --limit 5
 #[derive(clap::Args)]
 pub struct Args {
     /// The material: a .jsonl corpus, or files and folders of documents.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "spec")]
     corpus: Vec<PathBuf>,
     /// Questions, JSON Lines.
-    #[arg(long)]
-    questions: PathBuf,
+    #[arg(long, required_unless_present = "spec")]
+    questions: Option<PathBuf>,
+    /// An OpenAPI spec: evaluate the actions strategy on --requests (instead of --corpus
+    /// and --questions).
+    #[arg(long, conflicts_with_all = ["corpus", "questions"], requires = "requests")]
+    spec: Option<PathBuf>,
+    /// API requests to carry out, JSON Lines (with --spec).
+    #[arg(long, requires = "spec")]
+    requests: Option<PathBuf>,
+    /// With --spec: the base URL of the requests recorded [default: the spec's server].
+    #[arg(long, requires = "spec")]
+    base_url: Option<String>,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -91,6 +114,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.max_cycles != Some(0),
         "--max-cycles must be at least 1"
     );
+    if let Some(spec) = args.spec.clone() {
+        return run_actions(&args, &spec);
+    }
+    let questions_path = args
+        .questions
+        .clone()
+        .context("--questions is needed with --corpus")?;
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
@@ -104,11 +134,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         strategies.push(strategy);
     }
-    let questions = load_questions(&args.questions, args.limit)?;
+    let questions = load_questions(&questions_path, args.limit)?;
     let dataset = args
         .dataset
         .clone()
-        .unwrap_or_else(|| dataset_name(&args.questions));
+        .unwrap_or_else(|| dataset_name(&questions_path));
 
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
     let (index, embedder) = index_corpus(&index_dir, &args.corpus, args.embedder.as_deref())?;
@@ -184,6 +214,154 @@ fn index_corpus(
     let index = Index::open(dir)?;
     index.check_embedder(&model)?;
     Ok((index, model))
+}
+
+/// `--spec --requests`: the actions strategy on API requests.
+fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
+    let requests_path = args
+        .requests
+        .clone()
+        .context("--requests is needed with --spec")?;
+    let requests = actions::load_requests(&requests_path, args.limit)?;
+    let catalog = super::actions::read_catalog(spec)?;
+    let dataset = args
+        .dataset
+        .clone()
+        .unwrap_or_else(|| dataset_name(&requests_path));
+    let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
+    let paths = super::index::specs_as_records(&index_dir, &[spec.to_path_buf()])?;
+    let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
+    let env = Env {
+        index: &index,
+        embedder: &embedder,
+        model: model.as_ref(),
+        search: SearchParams {
+            ef_search: None,
+            exact: args.exact,
+        },
+    };
+    let settings = ActionSettings {
+        dataset,
+        command: command_line(),
+        base_url: args.base_url.clone(),
+        k: args.k,
+        max_turns: args.max_cycles,
+        retries: args.retries,
+        traces: args.traces,
+    };
+    let progress = RequestProgress::new();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let summary = runtime.block_on(actions::run(
+        env,
+        &catalog,
+        &requests,
+        &args.out,
+        &settings,
+        args.restart,
+        &progress,
+    ));
+    progress.clear();
+    let summary = summary?;
+    println!("{}: {} requests", summary.dataset, summary.requests);
+    if let Some(s) = summary.strategies.get(actions::STRATEGY) {
+        println!(
+            "operation accuracy {:.3} · recall@5 {:.3} · recall@10 {:.3} · params {:.3} · \
+             ask {:.3} · confirm {:.3} · unconfirmed mutations {}",
+            s.operation_accuracy,
+            s.operation_recall_5,
+            s.operation_recall_10,
+            s.param_accuracy,
+            s.ask_accuracy,
+            s.confirm_accuracy,
+            s.unconfirmed_mutations
+        );
+        println!(
+            "{:.2} LLM calls, {:.0} tokens, {:.1} s per request",
+            s.llm_calls,
+            s.prompt_tokens + s.completion_tokens,
+            s.seconds
+        );
+        if s.errors > 0 {
+            println!("{} requests failed (run again to retry them)", s.errors);
+        }
+    }
+    println!("report: {}", args.out.join(runner::REPORT_FILE).display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Progress of an actions eval: a bar on a terminal, one line per request otherwise.
+struct RequestProgress {
+    bar: Mutex<Option<ProgressBar>>,
+    counts: Mutex<(usize, usize)>,
+}
+
+impl RequestProgress {
+    fn new() -> Self {
+        Self {
+            bar: Mutex::new(None),
+            counts: Mutex::new((0, 0)),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = self.bar.lock().expect("progress lock").take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl ActionProgress for RequestProgress {
+    fn start(&self, todo: usize, done: usize) {
+        if done > 0 {
+            eprintln!("resuming: {done} results kept, {todo} to run");
+        }
+        *self.counts.lock().expect("progress lock") = (0, todo);
+        if std::io::stderr().is_terminal() {
+            *self.bar.lock().expect("progress lock") =
+                Some(super::progress_bar(todo as u64, "requests"));
+        }
+    }
+
+    fn finished(&self, result: &ActionResult) {
+        let (done, todo) = {
+            let mut counts = self.counts.lock().expect("progress lock");
+            counts.0 += 1;
+            *counts
+        };
+        let mark = |ok: bool| if ok { "ok" } else { "wrong" };
+        let m = &result.metrics;
+        let text = format!(
+            "[{done}/{todo}] {}: picked {} (expected {}): operation {}, ask {}, confirm {}, \
+             {} LLM calls, {:.1} s{}",
+            result.id,
+            result.picked.as_deref().unwrap_or("nothing"),
+            result.expected_operation,
+            mark(m.operation),
+            mark(m.ask),
+            mark(m.confirm),
+            result.usage.llm_calls,
+            result.elapsed_ms as f64 / 1000.0,
+            result
+                .error
+                .as_deref()
+                .map(|e| format!(" — failed: {e}"))
+                .unwrap_or_default()
+        );
+        match self.bar.lock().expect("progress lock").as_ref() {
+            Some(bar) => {
+                if result.error.is_some() {
+                    bar.suspend(|| eprintln!("{text}"));
+                }
+                bar.inc(1);
+            }
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn retry(&self, id: &str, error: &str) {
+        eprintln!("actions {id}: {error}; trying again");
+    }
 }
 
 fn dataset_name(questions: &Path) -> String {

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `walkrag` binary with the real MiniLM model.
 
+mod actions;
 mod ask_eval;
 mod crash;
 mod index;

@@ -1,0 +1,239 @@
+//! API actions through the binary: indexing an OpenAPI spec (one record per operation, only
+//! changed operations re-embedded), and `eval --spec --requests` and `ask --strategy actions`
+//! with the real MiniLM embedder and SmolLM2-135M (the contract, not accuracy).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{stderr, stdout, walkrag};
+
+const SPEC: &str = include_str!("../../../actions/tests/data/notes.yaml");
+
+const MODEL: &str = "local:smollm2-135m";
+
+const REQUESTS: &str = r#"{"id": "r1", "request": "Show me note 1", "operation_id": "getNote", "method": "GET", "path": "/notes/{noteId}", "required_params": {"noteId": "1"}, "missing_required": [], "mutating": false}
+{"id": "r2", "request": "Delete my note", "operation_id": "deleteNote", "method": "DELETE", "path": "/notes/{noteId}", "required_params": {"noteId": null}, "missing_required": ["noteId"], "mutating": true}
+{"id": "r3", "request": "Create a note titled Plans", "operation_id": "createNote", "method": "POST", "path": "/notes", "required_params": {"title": "Plans"}, "missing_required": [], "mutating": true}
+"#;
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+/// The one file of action records in `index`.
+fn records_file(index: &Path) -> std::path::PathBuf {
+    let files: Vec<_> = std::fs::read_dir(index.join("actions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+#[test]
+fn a_spec_is_indexed_one_record_per_operation_and_updated_by_operation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.yaml"), SPEC).unwrap();
+
+    let out = walkrag(dir, &["index", "notes.yaml", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(summary["documents"], 9, "{summary}");
+    assert_eq!(summary["added"], 9);
+    assert!(
+        stderr(&out).contains("9 API operations"),
+        "{}",
+        stderr(&out)
+    );
+    let records = records_file(&dir.join(".walkrag"));
+    let lines = json_lines(&std::fs::read_to_string(&records).unwrap());
+    assert_eq!(lines.len(), 9);
+    let delete = lines.iter().find(|l| l["id"] == "deleteNote").unwrap();
+    assert_eq!(delete["kind"], "action");
+    assert_eq!(delete["method"], "DELETE");
+    assert_eq!(delete["path"], "/notes/{noteId}");
+    assert_eq!(delete["title"], "DELETE /notes/{noteId} — Delete a note");
+    let spec_path = std::fs::canonicalize(dir.join("notes.yaml")).unwrap();
+    assert_eq!(delete["spec"], spec_path.to_str().unwrap());
+    let modified = std::fs::metadata(&records).unwrap().modified().unwrap();
+
+    // Nothing changed: nothing written, the records file untouched.
+    let out = walkrag(dir, &["index", "notes.yaml", "--json"]);
+    let summary: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(summary["written"], false, "{summary}");
+    assert_eq!(
+        std::fs::metadata(&records).unwrap().modified().unwrap(),
+        modified
+    );
+
+    // One operation's summary changes: one document re-embedded.
+    let changed = SPEC.replace("summary: Get one note", "summary: Fetch one note by its id");
+    assert_ne!(changed, SPEC);
+    std::fs::write(dir.join("notes.yaml"), changed).unwrap();
+    let out = walkrag(dir, &["index", "notes.yaml", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        (
+            &summary["changed"],
+            &summary["unchanged"],
+            &summary["embedded"]
+        ),
+        (&Value::from(1), &Value::from(8), &Value::from(1)),
+        "{summary}"
+    );
+
+    let out = walkrag(dir, &["search", "remove a note", "-k", "1", "--json"]);
+    let hit = &json_lines(&stdout(&out))[0];
+    assert_eq!(hit["doc_id"], "deleteNote", "{hit}");
+
+    // A broken spec is an error naming it; nothing is half-written.
+    std::fs::write(dir.join("broken.yaml"), "openapi: 3.0.0\npaths: [1, 2]\n").unwrap();
+    let out = walkrag(dir, &["index", "broken.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("broken.yaml"), "{}", stderr(&out));
+}
+
+#[test]
+fn eval_of_api_requests_writes_the_contract_files_and_ask_runs_dry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.yaml"), SPEC).unwrap();
+    std::fs::write(dir.join("requests.jsonl"), REQUESTS).unwrap();
+
+    let out = walkrag(
+        dir,
+        &[
+            "eval",
+            "--spec",
+            "notes.yaml",
+            "--requests",
+            "requests.jsonl",
+            "--model",
+            MODEL,
+            "--limit",
+            "2",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        summary["dataset"], "requests",
+        "named after the requests file"
+    );
+    assert_eq!(summary["requests"], 2);
+    let actions = &summary["strategies"]["actions"];
+    for key in [
+        "operation_accuracy",
+        "operation_recall@5",
+        "operation_recall@10",
+        "param_accuracy",
+        "ask_accuracy",
+        "confirm_accuracy",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+    ] {
+        let value = actions[key].as_f64();
+        assert!(
+            value.is_some_and(|v| (0.0..=1e6).contains(&v)),
+            "summary.json: {key} = {}",
+            actions[key]
+        );
+    }
+    assert_eq!(
+        actions["unconfirmed_mutations"], 0,
+        "whatever the model does"
+    );
+    // Retrieval alone finds the operation among nine.
+    assert_eq!(actions["operation_recall@10"], 1.0);
+    let results = json_lines(&std::fs::read_to_string(dir.join("out/results.jsonl")).unwrap());
+    assert_eq!(results.len(), 2);
+    for result in &results {
+        for field in [
+            "picked",
+            "params",
+            "asked",
+            "confirmation_asked",
+            "would_send",
+            "ranked",
+            "ranked_operations",
+            "metrics",
+        ] {
+            assert!(
+                result.get(field).is_some(),
+                "results.jsonl lacks {field}: {result}"
+            );
+        }
+        assert!(result["error"].is_null(), "{result}");
+    }
+    for file in ["run.json", "report.md"] {
+        assert!(dir.join("out").join(file).exists(), "{file}");
+    }
+
+    // ask, on the index the eval built: events, then the answer line; nothing is sent.
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "Delete note 1",
+            "--strategy",
+            "actions",
+            "--index",
+            "out/index",
+            "--model",
+            MODEL,
+            "--dry-run",
+            "--json",
+            "--max-cycles",
+            "2",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let events = json_lines(&stdout(&out));
+    assert_eq!(events[0]["type"], "retrieved");
+    assert_eq!(events[1]["type"], "action");
+    assert_eq!(events[1]["action"], "find_actions");
+    let answer = events.last().unwrap();
+    assert_eq!(answer["type"], "answer");
+    assert!(answer["usage"]["llm_calls"].as_u64().unwrap() <= 2);
+    assert!(!answer["ranked"].as_array().unwrap().is_empty());
+
+    // An index without operations is refused clearly.
+    std::fs::write(
+        dir.join("c.jsonl"),
+        "{\"id\": \"a\", \"text\": \"hello\"}\n",
+    )
+    .unwrap();
+    let out = walkrag(dir, &["index", "c.jsonl", "--index", "plain"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "x",
+            "--strategy",
+            "actions",
+            "--index",
+            "plain",
+            "--model",
+            MODEL,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("holds no API operations"),
+        "{}",
+        stderr(&out)
+    );
+}
