@@ -9,8 +9,19 @@
 //! streaming reader); tool-calling models get them as tools.
 //!
 //! Safety lives below the prompt: the strategy drops values the user never gave (and asks for
-//! required ones itself, naming them), the executor refuses to send what is not valid and
-//! asks the [`Confirm`] the strategy was built with before anything that changes state.
+//! required ones itself, naming them), hides inputs that carry credentials, and the executor
+//! refuses to send what is not valid and asks the [`Confirm`] the strategy was built with
+//! before anything that changes state.
+//!
+//! The [`Answer`]: `answer` (= `text`) is what the user is told: the model's reply, the
+//! question for missing inputs, or in a dry run the request that would have been sent.
+//! `found` is true exactly when the request was carried out — a request answered with a 2xx
+//! status, or in a dry run a complete request built — and false when the user was asked
+//! something (the request waits for their answer), declined, or nothing succeeded.
+//! `ranked` holds the chunks of the operations retrieved, in the order found (retrieval
+//! recall is measured on it); `citations` the chunks of the operations the model called.
+//! `cycles` counts model turns; `termination` is `responded`, `asked_user`, `dry_run`,
+//! `max_cycles` (the turn budget), `stopped` or `nothing_retrieved`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -463,7 +474,7 @@ impl Actions {
     ) -> Result<Vec<ModelCall>, StrategyError> {
         let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
         let mut messages = vec![Message::system(system.trim())];
-        messages.extend(conversation.messages.iter().cloned());
+        messages.extend(conversation.recent().iter().cloned());
         let mut sampling = Sampling {
             max_tokens: self.max_tokens,
             ..Sampling::default()
@@ -692,6 +703,10 @@ impl Strategy for Actions {
     }
 }
 
+/// The most messages of a conversation a model call sees: 24, the exchanges of the last few
+/// requests, so a long chat does not outgrow a small model's context.
+pub const MAX_HISTORY: usize = 24;
+
 /// A conversation with the `actions` strategy (`walkrag chat --strategy actions`): its
 /// messages, the operations found so far (they stay available), and what the user said.
 #[derive(Debug, Clone, Default)]
@@ -739,6 +754,20 @@ impl Conversation {
             .collect();
         self.available.extend(fresh.iter().cloned());
         fresh
+    }
+
+    /// The messages a model call sees: the last [`MAX_HISTORY`], starting at a user message
+    /// (so a tool result never comes without its call).
+    fn recent(&self) -> &[Message] {
+        let history = &self.messages;
+        let mut start = history.len().saturating_sub(MAX_HISTORY);
+        while start < history.len() && history[start].role != walkrag_core::Role::User {
+            start += 1;
+        }
+        if start == history.len() {
+            start = 0;
+        }
+        &history[start..]
     }
 
     /// Replaces the text of the last assistant message.
@@ -1457,6 +1486,27 @@ mod tests {
         );
         assert!(matches!(read("{\"foo\": 1}"), Call::Unreadable { .. }));
         assert!(matches!(read(""), Call::Unreadable { .. }));
+    }
+
+    #[test]
+    fn a_long_conversation_is_cut_at_a_user_message() {
+        let mut conversation = Conversation::new();
+        for i in 0..20 {
+            conversation
+                .messages
+                .push(Message::user(format!("request {i}")));
+            conversation.messages.push(Message::assistant("{}"));
+            conversation.messages.push(Message::tool("c", "result"));
+        }
+        let recent = conversation.recent();
+        assert!(recent.len() <= MAX_HISTORY);
+        assert_eq!(recent[0].role, walkrag_core::Role::User);
+        assert_eq!(recent.last().unwrap().content, "result");
+        let short = Conversation {
+            messages: vec![Message::user("a"), Message::assistant("b")],
+            ..Conversation::new()
+        };
+        assert_eq!(short.recent().len(), 2);
     }
 
     #[test]

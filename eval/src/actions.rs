@@ -33,14 +33,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use walkrag_actions::{
-    Actions, AuditLog, Catalog, Confirm, Dispatch, Executor, ExecutorConfig, RequestPreview,
+    Actions, AlwaysYes, AuditLog, Catalog, Dispatch, Executor, ExecutorConfig, RequestPreview,
 };
 use walkrag_engine::Index;
 use walkrag_walker::{Answer, Cost, Env, Step, Strategy};
@@ -290,17 +289,6 @@ impl ActionSummary {
     }
 }
 
-/// Confirms everything and counts how often it was asked.
-#[derive(Default)]
-struct Yes(AtomicUsize);
-
-impl Confirm for Yes {
-    fn confirm(&self, _: &RequestPreview) -> bool {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        true
-    }
-}
-
 /// The strategy for one request: a dry-run executor that asks for confirmation as a real
 /// run would and records every request in `audit`.
 fn strategy_for(
@@ -326,7 +314,8 @@ fn strategy_for(
         path: PathBuf::from("--spec"),
         message: e.to_string(),
     })?;
-    let mut actions = Actions::new(catalog.clone(), executor, Arc::new(Yes::default()));
+    // The harness confirms everything; whether it was asked is read from the audit log.
+    let mut actions = Actions::new(catalog.clone(), executor, Arc::new(AlwaysYes));
     if let Some(k) = settings.k {
         actions.k = k;
     }
