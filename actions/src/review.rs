@@ -28,6 +28,9 @@ pub(crate) struct Reviewed {
     pub params: Map<String, Value>,
     /// One line per change, for the trace and the model.
     pub repairs: Vec<String>,
+    /// Inputs whose text was dropped though some of its words are the user's: reworded
+    /// rather than made up (`"reason": "Spamming is a serious offense."` for "for spamming").
+    pub reworded: Vec<String>,
 }
 
 /// Reviews `params` for `action`. With `grounded`, a value whose words are not in `said` (what
@@ -44,14 +47,26 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         }
     };
     let said = Words::of(said);
+    let open = action.body.as_ref().is_some_and(|b| b.open && b.fields);
     for (name, value) in given {
         let name = rename(action, &name, &out.params, &mut out.repairs);
         if value.is_null() {
             continue;
         }
-        if action.input(&name).is_none() && is_credential_name(&name) {
+        let input = action
+            .inputs
+            .iter()
+            .find(|input| squash(&input.name) == squash(&name));
+        if input.is_none() && is_credential_name(&name) {
             out.repairs.push(format!(
                 "{name}: dropped, a credential is never taken from the model"
+            ));
+            continue;
+        }
+        if input.is_none() && !open {
+            out.repairs.push(format!(
+                "{name}: dropped, {} takes no such input",
+                action.operation_id
             ));
             continue;
         }
@@ -61,14 +76,32 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             ));
             continue;
         }
-        if grounded && !said.grounds(&value) && !documented(action, &name, &value) {
+        let given = match (input, flag(&value)) {
+            // An optional switch the user never named (`delete_posts: true`) is a guess; a
+            // required one has no words of its own (`enabled` of "close the topic").
+            (Some(input), true) => input.required || said.names(&input.name),
+            _ => said.grounds(&value) || documented(action, &name, &value),
+        };
+        if grounded && !given {
             out.repairs
                 .push(format!("{name}: dropped {value}: the user did not give it"));
+            if said.shares_a_word(&value) {
+                out.reworded.push(input.map_or(name, |i| i.name.clone()));
+            }
             continue;
         }
         out.params.insert(name, value);
     }
     out
+}
+
+/// A boolean, or one written as a string.
+fn flag(value: &Value) -> bool {
+    match value {
+        Value::Bool(_) => true,
+        Value::String(s) => matches!(s.trim(), "true" | "false"),
+        _ => false,
+    }
 }
 
 /// Whether the input's own description states the value (`2 for like` for a post action
@@ -130,16 +163,29 @@ fn rename(
     if mine.is_empty() {
         return name.to_string();
     }
-    let candidates: Vec<&str> = action
+    let open: Vec<&crate::Input> = action
         .inputs
         .iter()
         .filter(|input| !taken.contains_key(&input.name))
+        .collect();
+    let mut candidates: Vec<&str> = open
+        .iter()
         .filter(|input| {
             let theirs = words(&input.name);
             mine.iter().all(|w| theirs.contains(w))
         })
         .map(|input| input.name.as_str())
         .collect();
+    if candidates.is_empty() {
+        // The other way round: a required input whose words are all in the name (`userId`
+        // for `id`).
+        candidates = open
+            .iter()
+            .filter(|input| input.required)
+            .filter(|input| words(&input.name).iter().all(|w| mine.contains(w)))
+            .map(|input| input.name.as_str())
+            .collect();
+    }
     match candidates[..] {
         [one] => {
             repairs.push(format!("{name}: read as {one}"));
@@ -233,6 +279,22 @@ impl Words {
             Value::Array(items) => items.iter().all(|item| self.grounds(item)),
             Value::Object(fields) => fields.values().all(|field| self.grounds(field)),
         }
+    }
+
+    /// Whether a text value has a word of four letters or more in common with the user's.
+    pub fn shares_a_word(&self, value: &Value) -> bool {
+        let Value::String(text) = value else {
+            return false;
+        };
+        tokens(text)
+            .iter()
+            .any(|w| w.chars().count() >= 4 && self.has(w))
+    }
+
+    /// Whether the user named an input: at least half the words of its name.
+    pub fn names(&self, name: &str) -> bool {
+        let mine = tokens(&words(name).join(" "));
+        !mine.is_empty() && mine.iter().filter(|w| self.has(w)).count() * 2 >= mine.len()
     }
 
     fn has(&self, word: &str) -> bool {
@@ -330,6 +392,39 @@ paths:
             false,
         );
         assert_eq!(Value::Object(reviewed.params), json!({"priority": 3}));
+    }
+
+    #[test]
+    fn switches_need_the_users_words_unless_required_and_unknown_inputs_go() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/users/{id}": {"delete": {
+                "operationId": "deleteUser",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                    "required": ["confirm"],
+                    "properties": {"delete_posts": {"type": "boolean"}, "block_ip": {"type": "boolean"},
+                                   "confirm": {"type": "string", "enum": ["true", "false"]}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = &catalog.actions[0];
+        let reviewed = review(
+            action,
+            &json!({"userId": 5, "delete_posts": true, "block_ip": true, "confirm": "true", "reason": "spam"}),
+            "delete user 5 and their posts",
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"id": 5, "delete_posts": true, "confirm": "true"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [
+                "block_ip: dropped true: the user did not give it",
+                "reason: dropped, deleteUser takes no such input",
+                "userId: read as id",
+            ]
+        );
     }
 
     #[test]

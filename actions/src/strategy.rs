@@ -112,6 +112,9 @@ pub struct Actions {
     pub max_turns: usize,
     /// Calls in a row whose inputs are refused before giving up: 2 corrections.
     pub max_invalid: usize,
+    /// Searches the model may make per request besides the first: 2 (small models otherwise
+    /// search on and on instead of calling what was found).
+    pub max_finds: usize,
     /// Most tokens per model turn: 256, far more than one action object takes.
     pub max_tokens: usize,
     /// Drop input values whose words the user never wrote (nor an earlier response held):
@@ -134,6 +137,7 @@ impl Actions {
             ranked_k: 10,
             max_turns: 6,
             max_invalid: 2,
+            max_finds: 2,
             max_tokens: 256,
             grounding: true,
             control: Control::default(),
@@ -215,11 +219,12 @@ impl Actions {
         conversation.messages.push(Message::user(message));
 
         let mut invalid_in_row = 0;
+        let mut finds = 0;
         let mut carried_out = false;
-        let mut done: Vec<(String, Value, String)> = Vec::new();
+        let mut tally = Tally::default();
         for turn in 1..=self.max_turns {
             if self.control.is_stopped() {
-                let text = summary(&done, "Stopped before the request was carried out.");
+                let text = summary(&tally.done, "Stopped before the request was carried out.");
                 return Ok(run.finish(text, carried_out, Termination::Stopped, turn - 1));
             }
             let calls = self.ask_model(&mut run, conversation, turn, tools).await?;
@@ -238,7 +243,24 @@ impl Actions {
                     continue;
                 }
                 match call.call.clone() {
+                    Call::Find { query } if finds >= self.max_finds => {
+                        invalid_in_row += 1;
+                        let result = "No more searches for this request: call one of the \
+                                      operations listed, or ask the user."
+                            .to_string();
+                        conversation.answer(tools, &call, &result);
+                        run.record_action(ActionStep {
+                            cycle: turn,
+                            action: "find_actions".into(),
+                            text: Some(query),
+                            outcome: "not_run".into(),
+                            result,
+                            ..ActionStep::default()
+                        });
+                    }
                     Call::Find { query } => {
+                        finds += 1;
+                        invalid_in_row = 0;
                         let found = self.find(&mut run, turn, &query)?;
                         let fresh = conversation.add_available(&found);
                         let result = self.found_message(&fresh, &found);
@@ -305,7 +327,14 @@ impl Actions {
                         params,
                     } => {
                         let executed = self
-                            .execute(&mut run, conversation, turn, &operation_id, &params, &done)
+                            .execute(
+                                &mut run,
+                                conversation,
+                                turn,
+                                &operation_id,
+                                &params,
+                                &mut tally,
+                            )
                             .await;
                         if !tools {
                             // The history shows the inputs as checked, not the model's guesses.
@@ -344,7 +373,7 @@ impl Actions {
                         if executed.success {
                             carried_out = true;
                             if let Some(request) = &executed.step.request {
-                                done.push((
+                                tally.done.push((
                                     operation_id.clone(),
                                     executed.checked.clone(),
                                     describe_request(request),
@@ -360,14 +389,14 @@ impl Actions {
             }
             if invalid_in_row > self.max_invalid {
                 let text = summary(
-                    &done,
+                    &tally.done,
                     "I could not build a valid request for this; nothing more was sent.",
                 );
                 return Ok(run.finish(text, carried_out, Termination::Responded, turn));
             }
         }
         let text = summary(
-            &done,
+            &tally.done,
             "I could not carry out the request; nothing was sent.",
         );
         Ok(run.finish(text, carried_out, Termination::MaxCycles, self.max_turns))
@@ -522,7 +551,7 @@ impl Actions {
         turn: usize,
         operation_id: &str,
         params: &Value,
-        done: &[(String, Value, String)],
+        tally: &mut Tally,
     ) -> Executed {
         let mut step = ActionStep {
             cycle: turn,
@@ -552,6 +581,32 @@ impl Actions {
         step.checked_params = Some(checked.clone());
         let prepared = match action.prepare(&checked) {
             Ok(prepared) => prepared,
+            // A required value the model reworded (the user's words in it, but not enough):
+            // once per request it may write it again in the user's words.
+            Err(Invalid::Missing(missing))
+                if !tally.reworded
+                    && missing.iter().any(|name| reviewed.reworded.contains(name)) =>
+            {
+                tally.reworded = true;
+                let names: Vec<&str> = missing
+                    .iter()
+                    .filter(|name| reviewed.reworded.contains(name))
+                    .map(String::as_str)
+                    .collect();
+                step.outcome = "invalid".into();
+                step.result = with_repairs(
+                    &format!(
+                        "Not sent: {} must be the user's own words, not new ones; call again \
+                         with them.",
+                        names.join(", ")
+                    ),
+                    &reviewed.repairs,
+                );
+                return Executed {
+                    checked,
+                    ..Executed::invalid(step)
+                };
+            }
             Err(Invalid::Missing(missing)) => {
                 let question = missing_question(action, &missing);
                 step.outcome = "missing".into();
@@ -577,7 +632,8 @@ impl Actions {
             }
         };
         let preview = executor.preview(&prepared);
-        if let Some((_, _, earlier)) = done
+        if let Some((_, _, earlier)) = tally
+            .done
             .iter()
             .find(|(op, params, _)| op == operation_id && *params == checked)
         {
@@ -684,6 +740,7 @@ impl Strategy for Actions {
             "ranked_k": self.ranked_k,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,
+            "max_finds": self.max_finds,
             "max_tokens": self.max_tokens,
             "grounding": self.grounding,
             "apis": apis,
@@ -1213,6 +1270,15 @@ impl Confirm for Watched<'_> {
         *self.answer.lock().expect("confirmation lock") = Some(yes);
         yes
     }
+}
+
+/// What one request has done so far.
+#[derive(Default)]
+struct Tally {
+    /// Requests carried out: operation, inputs as checked, `METHOD URL`.
+    done: Vec<(String, Value, String)>,
+    /// Whether the model was already given a reworded value back.
+    reworded: bool,
 }
 
 /// How an exchange ends early.

@@ -501,9 +501,28 @@ async fn refused_inputs_go_back_to_the_model_a_bounded_number_of_times() {
     );
     assert_eq!(server.count(), 0);
 
-    // Whatever the model does, a request ends within max_turns.
+    // Searching on and on: two searches, then refusals that count as mistakes.
     let search = || Turn::Reply(r#"{"action": "find_actions", "query": "notes"}"#.into());
     let model = ScriptedChatModel::new((0..10).map(|_| search()).collect());
+    let (answer, _) = run(&actions, &index, &model, "Do something with notes").await;
+    assert_eq!(answer.termination, Termination::Responded);
+    assert_eq!(answer.usage.llm_calls, 5, "two searches, three refused");
+    let outcomes: Vec<String> = actions_of(&answer).into_iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        ["found", "found", "found", "not_run", "not_run", "not_run"]
+    );
+    assert!(!answer.found);
+
+    // Whatever the model does, a request ends within max_turns.
+    let unreadable = || Turn::Reply(r#"{"action": "dance"}"#.into());
+    let ask_again = || Turn::Reply(r#"{"action": "find_actions", "query": "x"}"#.into());
+    let mut turns = Vec::new();
+    for _ in 0..5 {
+        turns.push(unreadable());
+        turns.push(ask_again());
+    }
+    let model = ScriptedChatModel::new(turns);
     let (answer, _) = run(&actions, &index, &model, "Do something with notes").await;
     assert_eq!(answer.termination, Termination::MaxCycles);
     assert_eq!(answer.usage.llm_calls, actions.max_turns);
@@ -649,4 +668,35 @@ async fn inputs_that_carry_credentials_are_never_the_models() {
     let step = &executed(&answer)[0];
     assert!(step.asked.is_empty());
     assert_eq!(step.checked_params, Some(json!({"limit": 2})), "{step:?}");
+}
+
+#[tokio::test]
+async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let reworded = || {
+        call(
+            "createNote",
+            json!({"title": "A very important grocery list"}),
+        )
+    };
+    let model = ScriptedChatModel::new(vec![
+        reworded(),
+        call("createNote", json!({"title": "groceries"})),
+        respond("Created."),
+    ]);
+
+    let (answer, _) = run(&actions, &index, &model, "Create a note titled groceries").await;
+
+    assert!(answer.found);
+    assert_eq!(server.only_request().json(), json!({"title": "groceries"}));
+    assert!(model_prompt_of(&answer, 1).contains("title must be the user's own words"));
+
+    // Reworded again: the user is asked.
+    let model = ScriptedChatModel::new(vec![reworded(), reworded()]);
+    let (answer, _) = run(&actions, &index, &model, "Create a note titled groceries").await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    assert_eq!(executed(&answer)[1].asked, ["title"]);
+    assert_eq!(server.count(), 1);
 }
