@@ -12,6 +12,7 @@
 //! - Only trusted facts are stored: read from a chunk the model was shown, and supported by
 //!   that chunk's words.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -163,19 +164,19 @@ impl Memory {
         embedder: &dyn Embedder,
     ) -> Result<usize, MemoryError> {
         let mut known = self.facts.lock().expect("memory lock");
-        let mut fresh: Vec<(&str, ChunkId)> = Vec::new();
-        for &(text, chunk_id) in facts {
-            let key = normalise(text);
-            let seen = |f: &Remembered| f.chunk_id == chunk_id && normalise(&f.fact) == key;
-            if !key.is_empty()
-                && !known.iter().any(seen)
-                && !fresh
-                    .iter()
-                    .any(|&(t, c)| c == chunk_id && normalise(t) == key)
-            {
-                fresh.push((text, chunk_id));
-            }
-        }
+        // Facts already remembered, and those taken from `facts` so far, by chunk and text.
+        let mut seen: HashSet<(ChunkId, String)> = known
+            .iter()
+            .map(|f| (f.chunk_id, normalise(&f.fact)))
+            .collect();
+        let fresh: Vec<(&str, ChunkId)> = facts
+            .iter()
+            .copied()
+            .filter(|&(text, chunk_id)| {
+                let key = normalise(text);
+                !key.is_empty() && seen.insert((chunk_id, key))
+            })
+            .collect();
         if fresh.is_empty() {
             return Ok(0);
         }

@@ -112,6 +112,31 @@ impl<'a> Run<'a> {
     ) -> Result<Vec<RetrievedChunk>, StrategyError> {
         let started = Instant::now();
         let vector = self.env.embedder.embed_one(query)?;
+        Ok(self.search(cycle, query, &vector, k, only_new, started))
+    }
+
+    /// [`retrieve`](Self::retrieve) with `query` already embedded as `vector` (a strategy that
+    /// needs the question's vector for more than one search embeds it once).
+    pub fn retrieve_embedded(
+        &mut self,
+        cycle: usize,
+        query: &str,
+        vector: &[f32],
+        k: usize,
+        only_new: bool,
+    ) -> Vec<RetrievedChunk> {
+        self.search(cycle, query, vector, k, only_new, Instant::now())
+    }
+
+    fn search(
+        &mut self,
+        cycle: usize,
+        query: &str,
+        vector: &[f32],
+        k: usize,
+        only_new: bool,
+        started: Instant,
+    ) -> Vec<RetrievedChunk> {
         let read = &self.read_set;
         let unread = |c: ChunkRef<'_>| !read.contains(&c.id());
         let options = SearchOptions {
@@ -121,7 +146,7 @@ impl<'a> Run<'a> {
         };
         let index = self.env.index;
         let hits: Vec<RetrievedChunk> = index
-            .search_with(&vector, k, &options)
+            .search_with(vector, k, &options)
             .into_iter()
             .map(|hit| {
                 let c = index.chunk(hit.row);
@@ -131,7 +156,7 @@ impl<'a> Run<'a> {
             .collect();
         let ms = started.elapsed().as_millis() as u64;
         self.record_retrieval(cycle, query.to_string(), k, hits.clone(), ms);
-        Ok(hits)
+        hits
     }
 
     /// Records chunks found for `query` (a search, or how else they were found), in the trace

@@ -124,8 +124,10 @@ impl Walk {
     ) -> Result<Answer, StrategyError> {
         let mut run = Run::new(self, question, env, sink);
         run.control = self.control.clone();
+        // Embedded once: the first search, the memory and the links' order all use it.
+        let question_vector = run.env.embedder.embed_one(question)?;
         let mut facts: Vec<Fact> = match &self.memory {
-            Some(memory) => recall(&mut run, memory, question)?,
+            Some(memory) => recall(&mut run, memory, &question_vector),
             None => Vec::new(),
         };
         // Hints (given before the walk or at a pause) are shown to the model in the next read
@@ -134,7 +136,7 @@ impl Walk {
         let mut hints_to_search: Vec<String> = hints_to_show.clone();
         let mut cycle = 1;
         run.emit(Event::Cycle { cycle });
-        let first = run.retrieve(cycle, question, self.k, true)?;
+        let first = run.retrieve_embedded(cycle, question, &question_vector, self.k, true);
         let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
         // What each cycle read, in the order it was retrieved: the ranking interleaves them.
         // Remembered facts' chunks are what is known before the first cycle.
@@ -181,7 +183,7 @@ impl Walk {
                 }
                 let linked = if self.follow_links && sufficient != Some(true) {
                     let links = links.get_or_insert_with(|| Links::of(run.env.index));
-                    self.linked(&run, question, links, &new, &cycle_facts)?
+                    self.linked(&run, &question_vector, links, &new, &cycle_facts)
                 } else {
                     (Vec::new(), 0)
                 };
@@ -384,11 +386,11 @@ impl Walk {
     fn linked(
         &self,
         run: &Run<'_>,
-        question: &str,
+        question: &[f32],
         links: &Links,
         new: &[ChunkId],
         facts: &[Fact],
-    ) -> Result<(Vec<RetrievedChunk>, u64), StrategyError> {
+    ) -> (Vec<RetrievedChunk>, u64) {
         let started = std::time::Instant::now();
         let index = run.env.index;
         let mut from: Vec<ChunkId> = new.iter().take(1).copied().collect();
@@ -415,12 +417,11 @@ impl Walk {
             }
         }
         if rows.is_empty() {
-            return Ok((Vec::new(), 0));
+            return (Vec::new(), 0);
         }
-        let query = run.env.embedder.embed_one(question)?;
         let mut scored: Vec<(usize, ChunkId, f32)> = rows
             .into_iter()
-            .map(|(row, source)| (row, source, dot(&query, index.vector(row))))
+            .map(|(row, source)| (row, source, dot(question, index.vector(row))))
             .collect();
         scored.sort_by(|a, b| b.2.total_cmp(&a.2));
         let hits = scored
@@ -431,7 +432,7 @@ impl Walk {
                 ..passages::retrieved(&index.chunk(row), score, true)
             })
             .collect();
-        Ok((hits, started.elapsed().as_millis() as u64))
+        (hits, started.elapsed().as_millis() as u64)
     }
 
     /// Searches for each descriptor (unread chunks only: `retrieve` passes over read ones)
@@ -569,10 +570,9 @@ fn facts_text(facts: &[Fact]) -> String {
 
 /// Remembered facts close to the question, as facts known before the first read; their
 /// chunks count as read, so the walk's first retrieval brings new material.
-fn recall(run: &mut Run<'_>, memory: &Memory, question: &str) -> Result<Vec<Fact>, StrategyError> {
-    let vector = run.env.embedder.embed_one(question)?;
+fn recall(run: &mut Run<'_>, memory: &Memory, question: &[f32]) -> Vec<Fact> {
     let recalled = memory.recall(
-        &vector,
+        question,
         run.env.embedder.id(),
         run.env.index,
         RECALL_MAX,
@@ -607,7 +607,7 @@ fn recall(run: &mut Run<'_>, memory: &Memory, question: &str) -> Result<Vec<Fact
         run.trace.steps.push(Step::Fact(fact.clone()));
         run.emit(Event::Fact(fact.clone()));
     }
-    Ok(facts)
+    facts
 }
 
 /// Stores the walk's own trusted facts. A failure to store is noted, not fatal: the answer
