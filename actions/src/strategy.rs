@@ -28,14 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use walkrag_core::{
-    chat, ChatError, ChatRequest, Completion, Message, Sampling, ToolCall, ToolDef,
-};
+use walkrag_core::{ChatError, ChatRequest, Completion, Message, Sampling, ToolCall, ToolDef};
 use walkrag_engine::{ChunkId, ChunkRef, DocId, SearchOptions};
 use walkrag_walker::jsonl::{ObjectReader, Raw};
+use walkrag_walker::llm;
 use walkrag_walker::{
-    passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, LlmCall, Retrieval,
-    RetrievedChunk, Sink, Step, Strategy, StrategyError, Termination, Trace,
+    passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, Retrieval, RetrievedChunk,
+    Sink, Step, Strategy, StrategyError, Termination, Trace,
 };
 
 use crate::action::Action;
@@ -1391,68 +1390,13 @@ impl<'s> Run<'s> {
         request: ChatRequest,
         control: &Control,
     ) -> Result<Completion, ChatError> {
-        let started = Instant::now();
-        let mut call = LlmCall {
-            cycle,
-            purpose: "act".into(),
-            messages: request.messages.clone(),
-            json: request.json,
-            completion: String::new(),
-            usage: Default::default(),
-            finish: None,
-            ms: 0,
-            error: None,
-        };
-        let mut stream = self.env.model.stream(request);
-        let mut out = Completion::default();
-        let mut failure = None;
-        let mut stopped = false;
-        while let Some(item) = chat::next(&mut stream).await {
-            match item {
-                Ok(delta) => {
-                    out.push(delta);
-                    if control.is_stopped() && out.finish.is_none() {
-                        stopped = true;
-                        break;
-                    }
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
-        drop(stream);
-        if stopped {
-            call.error = Some("stopped by the user".into());
-            out.finish = Some(walkrag_core::FinishReason::Stop);
-        } else if failure.is_none() && out.finish.is_none() {
-            failure = Some(ChatError::Transient {
-                message: "the stream ended without finishing".into(),
-                retry_after: None,
-            });
-        }
-        call.completion = out.text.clone();
-        for tool_call in &out.tool_calls {
-            call.completion.push_str(&format!(
-                "\n[tool call {} {}({})]",
-                tool_call.id, tool_call.name, tool_call.arguments
-            ));
-        }
-        call.usage = out.usage;
-        call.finish = out.finish;
-        call.ms = started.elapsed().as_millis() as u64;
-        if let Some(e) = &failure {
-            call.error = Some(e.to_string());
-        }
+        let (result, call) =
+            llm::call(self.env.model, cycle, "act", request, control, &mut |_| {}).await;
         self.trace.steps.push(Step::Llm(call));
-        match failure {
-            Some(e) => Err(e),
-            None => {
-                self.cost.add_call(out.usage);
-                Ok(out)
-            }
+        if let Ok(out) = &result {
+            self.cost.add_call(out.usage);
         }
+        result
     }
 
     /// The answer: `text` to the user (also sent as one `token` event).

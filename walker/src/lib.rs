@@ -14,6 +14,7 @@ pub mod graph;
 pub mod html;
 pub mod jsonl;
 pub mod links;
+pub mod llm;
 pub mod memory;
 pub mod passages;
 pub mod prompt;

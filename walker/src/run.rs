@@ -4,17 +4,18 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use walkrag_core::{chat, ChatError, ChatRequest, Completion, Delta, Message, Sampling};
+use walkrag_core::{ChatError, ChatRequest, Completion, Message, Sampling};
 use walkrag_engine::{ChunkId, ChunkRef, SearchOptions};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
 use crate::event::{Event, Sink};
+use crate::llm;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match, Reply};
 use crate::strategy::{Env, Strategy, StrategyError};
-use crate::trace::{LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+use crate::trace::{Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
 /// one or two sentences; more means the model is rambling.
@@ -219,67 +220,21 @@ impl<'a> Run<'a> {
         request: ChatRequest,
         on_text: &mut (dyn FnMut(&str) -> Vec<Event> + Send),
     ) -> Result<Completion, ChatError> {
-        let started = Instant::now();
-        let mut call = LlmCall {
-            cycle,
-            purpose: purpose.to_string(),
-            messages: request.messages.clone(),
-            json: request.json,
-            completion: String::new(),
-            usage: Default::default(),
-            finish: None,
-            ms: 0,
-            error: None,
+        let model = self.env.model;
+        let control = self.control.clone();
+        let sink = &mut *self.sink;
+        let mut emit_text = |text: &str| {
+            for event in on_text(text) {
+                sink.emit(event);
+            }
         };
-        let mut stream = self.env.model.stream(request);
-        let mut out = Completion::default();
-        let mut failure = None;
-        let mut stopped = false;
-        while let Some(item) = chat::next(&mut stream).await {
-            match item {
-                Ok(delta) => {
-                    if let Delta::Text { text } = &delta {
-                        for event in on_text(text) {
-                            self.emit(event);
-                        }
-                    }
-                    out.push(delta);
-                    if self.control.is_stopped() && out.finish.is_none() {
-                        stopped = true;
-                        break;
-                    }
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
-        drop(stream);
-        if stopped {
-            call.error = Some("stopped by the user".into());
-            out.finish = Some(walkrag_core::FinishReason::Stop);
-        } else if failure.is_none() && out.finish.is_none() {
-            failure = Some(ChatError::Transient {
-                message: "the stream ended without finishing".into(),
-                retry_after: None,
-            });
-        }
-        call.completion = out.text.clone();
-        call.usage = out.usage;
-        call.finish = out.finish;
-        call.ms = started.elapsed().as_millis() as u64;
-        if let Some(e) = &failure {
-            call.error = Some(e.to_string());
-        }
+        let (result, call) =
+            llm::call(model, cycle, purpose, request, &control, &mut emit_text).await;
         self.trace.steps.push(Step::Llm(call));
-        match failure {
-            Some(e) => Err(e),
-            None => {
-                self.cost.add_call(out.usage);
-                Ok(out)
-            }
+        if let Ok(out) = &result {
+            self.cost.add_call(out.usage);
         }
+        result
     }
 
     /// The answer step: the question, optional notes (facts gathered), and the passages of
