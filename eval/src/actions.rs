@@ -30,8 +30,7 @@
 //! - `llm_calls`, `prompt_tokens`, `completion_tokens`, `seconds`: means per request.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,8 +46,8 @@ use walkrag_walker::{Answer, Cost, Env, Step, Strategy};
 use crate::dataset::DatasetError;
 use crate::report;
 use crate::runner::{
-    io_error, merge_record, to_json, to_json_pretty, write_atomic, EvalError, RunRecord,
-    REPORT_FILE, RESULTS_FILE, RUN_FILE, SUMMARY_FILE, TRACES_DIR,
+    discard, io_error, kept_results, merge_record, to_json_pretty, write_atomic, write_trace,
+    EvalError, ResultsFile, RunRecord, REPORT_FILE, RESULTS_FILE, RUN_FILE, SUMMARY_FILE,
 };
 
 /// The strategy's name in the files.
@@ -352,19 +351,7 @@ pub async fn run(
     }
     fs::create_dir_all(out).map_err(io_error(out))?;
     if restart {
-        for name in [RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE] {
-            match fs::remove_file(out.join(name)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(io_error(&out.join(name))(e))
-                }
-                _ => {}
-            }
-        }
-        let traces = out.join(TRACES_DIR);
-        match fs::remove_dir_all(&traces) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&traces)(e)),
-            _ => {}
-        }
+        discard(out, &[RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE])?;
     }
     let probe = strategy_for(catalog, settings, &AuditLog::new())?;
     let record = RunRecord {
@@ -377,10 +364,7 @@ pub async fn run(
     write_atomic(&out.join(RUN_FILE), &to_json_pretty(&record))?;
 
     let results_path = out.join(RESULTS_FILE);
-    let mut results = read_results(&results_path)?;
-    results.retain(|r| r.error.is_none());
-    let body: String = results.iter().map(|r| to_json(r) + "\n").collect();
-    write_atomic(&results_path, &body)?;
+    let mut results = kept_results(&results_path, |r: &ActionResult| r.error.is_some())?;
     let done: HashSet<String> = results.iter().map(|r| r.id.clone()).collect();
     let wanted: HashSet<&str> = requests.iter().map(|r| r.id.as_str()).collect();
     let todo: Vec<&ActionRequest> = requests.iter().filter(|r| !done.contains(&r.id)).collect();
@@ -417,16 +401,10 @@ pub async fn run(
         Ok(summary)
     };
 
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&results_path)
-        .map_err(io_error(&results_path))?;
+    let mut file = ResultsFile::open(&results_path)?;
     for request in todo {
         let result = run_one(env, catalog, request, settings, out, progress).await?;
-        file.write_all((to_json(&result) + "\n").as_bytes())
-            .and_then(|()| file.sync_data())
-            .map_err(io_error(&results_path))?;
+        file.append(&result)?;
         progress.finished(&result);
         results.push(result);
         write_reports(&results)?;
@@ -451,14 +429,7 @@ async fn run_one(
         match strategy.run(&request.request, env, &mut |_| {}).await {
             Ok(answer) => {
                 if settings.traces {
-                    let dir = out.join(TRACES_DIR).join(STRATEGY);
-                    let path = dir.join(format!("{}.json", request.id));
-                    let written = fs::create_dir_all(&dir)
-                        .map_err(io_error(&dir))
-                        .and_then(|()| write_atomic(&path, &to_json_pretty(&answer.trace)));
-                    if let Err(e) = written {
-                        tracing::warn!("trace of {} not written: {e}", request.id);
-                    }
+                    write_trace(out, STRATEGY, &request.id, &answer.trace);
                 }
                 return Ok(score(request, &answer, &audit.entries(), env.index));
             }
@@ -681,32 +652,6 @@ fn text(value: &Value) -> String {
         .collect::<Vec<_>>()
         .join(" ")
         .to_lowercase()
-}
-
-/// The lines of `results.jsonl`; a last line cut short by a crash is dropped.
-fn read_results(path: &Path) -> Result<Vec<ActionResult>, EvalError> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(path)(e)),
-    };
-    let raw: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let mut out = Vec::with_capacity(raw.len());
-    for (i, line) in raw.iter().enumerate() {
-        match serde_json::from_str::<ActionResult>(line) {
-            Ok(result) => out.push(result),
-            Err(_) if i + 1 == raw.len() && !text.ends_with('\n') => {
-                tracing::warn!("{}: dropping a last line cut short", path.display());
-            }
-            Err(e) => {
-                return Err(EvalError::Corrupt {
-                    path: path.to_path_buf(),
-                    message: format!("line {}: {e}", i + 1),
-                })
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// `report.md`: the summary, then one row per request.

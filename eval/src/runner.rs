@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use walkrag_walker::{Env, Strategy};
+use walkrag_walker::{Env, Strategy, Trace};
 
 use crate::dataset::Question;
 use crate::report::{self, RunInfo};
@@ -101,34 +102,22 @@ pub async fn run(
     };
     let results_path = out.join(RESULTS_FILE);
     if restart {
-        for name in [
-            RUN_FILE,
-            RESULTS_FILE,
-            SUMMARY_FILE,
-            REPORT_FILE,
-            CHART_FILE,
-        ] {
-            match fs::remove_file(out.join(name)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(io_error(&out.join(name))(e))
-                }
-                _ => {}
-            }
-        }
-        let traces = out.join(TRACES_DIR);
-        match fs::remove_dir_all(&traces) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&traces)(e)),
-            _ => {}
-        }
+        discard(
+            out,
+            &[
+                RUN_FILE,
+                RESULTS_FILE,
+                SUMMARY_FILE,
+                REPORT_FILE,
+                CHART_FILE,
+            ],
+        )?;
     }
     let record = merge_record(&out.join(RUN_FILE), record)?;
     write_atomic(&out.join(RUN_FILE), &to_json(&record))?;
 
-    let mut lines = read_results(&results_path)?;
     // Failed questions are tried again; their old lines go.
-    lines.retain(|l| l.error.is_none());
-    let body: String = lines.iter().map(|l| to_json(l) + "\n").collect();
-    write_atomic(&results_path, &body)?;
+    let mut lines = kept_results(&results_path, |l: &ResultLine| l.error.is_some())?;
 
     let done: HashSet<(String, String)> = lines
         .iter()
@@ -169,18 +158,12 @@ pub async fn run(
         Ok(summary)
     };
 
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&results_path)
-        .map_err(io_error(&results_path))?;
+    let mut file = ResultsFile::open(&results_path)?;
     let mut results = stream::iter(todo)
         .map(|(question, strategy)| answer_one(env, question, strategy, settings, out, progress))
         .buffer_unordered(settings.jobs.max(1));
     while let Some(line) = results.next().await {
-        file.write_all((to_json(&line) + "\n").as_bytes())
-            .and_then(|()| file.sync_data())
-            .map_err(io_error(&results_path))?;
+        file.append(&line)?;
         progress.finished(&line);
         lines.push(line);
         write_reports(&lines)?;
@@ -203,15 +186,7 @@ async fn answer_one(
         match strategy.run(&question.question, env, &mut |_| {}).await {
             Ok(answer) => {
                 if settings.traces {
-                    let dir = out.join(TRACES_DIR).join(strategy.name());
-                    let path = dir.join(format!("{}.json", question.id));
-                    let written = fs::create_dir_all(&dir)
-                        .map_err(io_error(&dir))
-                        .and_then(|()| write_atomic(&path, &to_json_pretty(&answer.trace)));
-                    // A trace is an aid for reading the run; the result still counts.
-                    if let Err(e) = written {
-                        tracing::warn!("trace of {} not written: {e}", question.id);
-                    }
+                    write_trace(out, strategy.name(), &question.id, &answer.trace);
                 }
                 return ResultLine::new(question, strategy.name(), &answer, env.index);
             }
@@ -269,7 +244,7 @@ pub(crate) fn merge_record(path: &Path, new: RunRecord) -> Result<RunRecord, Eva
 
 /// The lines of `results.jsonl`. A last line cut short by a crash is dropped; any other bad
 /// line is an error (the file is not ours to guess about).
-fn read_results(path: &Path) -> Result<Vec<ResultLine>, EvalError> {
+fn read_results<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, EvalError> {
     let text = match fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -278,7 +253,7 @@ fn read_results(path: &Path) -> Result<Vec<ResultLine>, EvalError> {
     let raw: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let mut lines = Vec::with_capacity(raw.len());
     for (i, line) in raw.iter().enumerate() {
-        match serde_json::from_str::<ResultLine>(line) {
+        match serde_json::from_str::<T>(line) {
             Ok(parsed) => lines.push(parsed),
             Err(_) if i + 1 == raw.len() && !text.ends_with('\n') => {
                 tracing::warn!("{}: dropping a last line cut short", path.display());
@@ -292,6 +267,76 @@ fn read_results(path: &Path) -> Result<Vec<ResultLine>, EvalError> {
         }
     }
     Ok(lines)
+}
+
+/// The results in `path` except the `failed` ones (they run again), the file rewritten to
+/// hold just those.
+pub(crate) fn kept_results<T: Serialize + DeserializeOwned>(
+    path: &Path,
+    failed: impl Fn(&T) -> bool,
+) -> Result<Vec<T>, EvalError> {
+    let mut lines: Vec<T> = read_results(path)?;
+    lines.retain(|l| !failed(l));
+    let body: String = lines.iter().map(|l| to_json(l) + "\n").collect();
+    write_atomic(path, &body)?;
+    Ok(lines)
+}
+
+/// Removes the files `names` of a run in `out`, and its traces (`--restart`).
+pub(crate) fn discard(out: &Path, names: &[&str]) -> Result<(), EvalError> {
+    for name in names {
+        match fs::remove_file(out.join(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(io_error(&out.join(name))(e))
+            }
+            _ => {}
+        }
+    }
+    let traces = out.join(TRACES_DIR);
+    match fs::remove_dir_all(&traces) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(&traces)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// `results.jsonl` open for appending: one line per result, synced before the next.
+pub(crate) struct ResultsFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl ResultsFile {
+    pub(crate) fn open(path: &Path) -> Result<Self, EvalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io_error(path))?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub(crate) fn append<T: Serialize>(&mut self, result: &T) -> Result<(), EvalError> {
+        self.file
+            .write_all((to_json(result) + "\n").as_bytes())
+            .and_then(|()| self.file.sync_data())
+            .map_err(io_error(&self.path))
+    }
+}
+
+/// Writes `trace` to `out/traces/STRATEGY/ID.json`. A trace is an aid for reading the run: a
+/// failure to write it is logged and the result still counts.
+pub(crate) fn write_trace(out: &Path, strategy: &str, id: &str, trace: &Trace) {
+    let dir = out.join(TRACES_DIR).join(strategy);
+    let path = dir.join(format!("{id}.json"));
+    let written = fs::create_dir_all(&dir)
+        .map_err(io_error(&dir))
+        .and_then(|()| write_atomic(&path, &to_json_pretty(trace)));
+    if let Err(e) = written {
+        tracing::warn!("trace of {id} not written: {e}");
+    }
 }
 
 pub(crate) fn to_json<T: Serialize>(value: &T) -> String {
