@@ -159,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         retries: args.retries,
         traces: args.traces,
     };
-    let progress = Progress::new();
+    let progress = Progress::new("questions");
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(runner::run(
         env,
@@ -250,7 +250,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         retries: args.retries,
         traces: args.traces,
     };
-    let progress = RequestProgress::new();
+    let progress = Progress::new("requests");
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(actions::run(
         env,
@@ -290,73 +290,29 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Progress of an actions eval: a bar on a terminal, one line per request otherwise.
-struct RequestProgress {
-    bar: Mutex<Option<ProgressBar>>,
-    counts: Mutex<(usize, usize)>,
-}
-
-impl RequestProgress {
-    fn new() -> Self {
-        Self {
-            bar: Mutex::new(None),
-            counts: Mutex::new((0, 0)),
-        }
-    }
-
-    fn clear(&self) {
-        if let Some(bar) = self.bar.lock().expect("progress lock").take() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl ActionProgress for RequestProgress {
+impl ActionProgress for Progress {
     fn start(&self, todo: usize, done: usize) {
-        if done > 0 {
-            eprintln!("resuming: {done} results kept, {todo} to run");
-        }
-        *self.counts.lock().expect("progress lock") = (0, todo);
-        if std::io::stderr().is_terminal() {
-            *self.bar.lock().expect("progress lock") =
-                Some(super::progress_bar(todo as u64, "requests"));
-        }
+        self.begin(todo, done);
     }
 
     fn finished(&self, result: &ActionResult) {
-        let (done, todo) = {
-            let mut counts = self.counts.lock().expect("progress lock");
-            counts.0 += 1;
-            *counts
-        };
         let mark = |ok: bool| if ok { "ok" } else { "wrong" };
         let m = &result.metrics;
-        let text = format!(
-            "[{done}/{todo}] {}: picked {} (expected {}): operation {}, ask {}, confirm {}, \
-             {} LLM calls, {:.1} s{}",
-            result.id,
-            result.picked.as_deref().unwrap_or("nothing"),
-            result.expected_operation,
-            mark(m.operation),
-            mark(m.ask),
-            mark(m.confirm),
-            result.usage.llm_calls,
-            result.elapsed_ms as f64 / 1000.0,
-            result
-                .error
-                .as_deref()
-                .map(|e| format!(" — failed: {e}"))
-                .unwrap_or_default()
+        self.line(
+            &format!(
+                "{}: picked {} (expected {}): operation {}, ask {}, confirm {}, {} LLM calls, \
+                 {:.1} s",
+                result.id,
+                result.picked.as_deref().unwrap_or("nothing"),
+                result.expected_operation,
+                mark(m.operation),
+                mark(m.ask),
+                mark(m.confirm),
+                result.usage.llm_calls,
+                result.elapsed_ms as f64 / 1000.0,
+            ),
+            result.error.as_deref(),
         );
-        match self.bar.lock().expect("progress lock").as_ref() {
-            Some(bar) => {
-                if result.error.is_some() {
-                    bar.suspend(|| eprintln!("{text}"));
-                }
-                bar.inc(1);
-            }
-            None => eprintln!("{text}"),
-        }
     }
 
     fn retry(&self, id: &str, error: &str) {
@@ -392,20 +348,53 @@ fn command_line() -> String {
     parts.join(" ")
 }
 
-/// A progress bar on a terminal; one line per finished question otherwise (for logs of runs
-/// in the background).
+/// A progress bar on a terminal; one line per finished question (or request) otherwise, for
+/// logs of runs in the background.
 struct Progress {
+    /// What is counted ("questions", "requests").
+    unit: &'static str,
     bar: Mutex<Option<ProgressBar>>,
-    terminal: bool,
     counts: Mutex<(usize, usize)>,
 }
 
 impl Progress {
-    fn new() -> Self {
+    fn new(unit: &'static str) -> Self {
         Self {
+            unit,
             bar: Mutex::new(None),
-            terminal: std::io::stderr().is_terminal(),
             counts: Mutex::new((0, 0)),
+        }
+    }
+
+    fn begin(&self, todo: usize, done: usize) {
+        if done > 0 {
+            eprintln!("resuming: {done} results kept, {todo} to run");
+        }
+        *self.counts.lock().expect("progress lock") = (0, todo);
+        if std::io::stderr().is_terminal() {
+            *self.bar.lock().expect("progress lock") =
+                Some(super::progress_bar(todo as u64, self.unit));
+        }
+    }
+
+    /// One finished: `text` printed as "[done/todo] text" (with the failure, if any) where
+    /// there is no bar; on a bar, only failures are printed.
+    fn line(&self, text: &str, error: Option<&str>) {
+        let (done, todo) = {
+            let mut counts = self.counts.lock().expect("progress lock");
+            counts.0 += 1;
+            *counts
+        };
+        let failed = error.map(|e| format!(" — failed: {e}")).unwrap_or_default();
+        let text = format!("[{done}/{todo}] {text}{failed}");
+        match self.bar.lock().expect("progress lock").as_ref() {
+            Some(bar) => {
+                if error.is_some() {
+                    bar.suspend(|| eprintln!("{text}"));
+                }
+                bar.inc(1);
+            }
+            None => eprintln!("{text}"),
         }
     }
 
@@ -418,44 +407,22 @@ impl Progress {
 
 impl EvalProgress for Progress {
     fn start(&self, todo: usize, done: usize) {
-        if done > 0 {
-            eprintln!("resuming: {done} results kept, {todo} to run");
-        }
-        *self.counts.lock().expect("progress lock") = (0, todo);
-        if self.terminal {
-            *self.bar.lock().expect("progress lock") =
-                Some(super::progress_bar(todo as u64, "questions"));
-        }
+        self.begin(todo, done);
     }
 
     fn finished(&self, line: &ResultLine) {
-        let (done, todo) = {
-            let mut counts = self.counts.lock().expect("progress lock");
-            counts.0 += 1;
-            *counts
-        };
-        let text = format!(
-            "[{done}/{todo}] {} {}: F1 {:.2}, recall@5 {:.2}, {} LLM calls, {:.1} s{}",
-            line.strategy,
-            line.id,
-            line.metrics.f1,
-            line.metrics.recall_5,
-            line.usage.llm_calls,
-            line.elapsed_ms as f64 / 1000.0,
-            line.error
-                .as_deref()
-                .map(|e| format!(" — failed: {e}"))
-                .unwrap_or_default()
+        self.line(
+            &format!(
+                "{} {}: F1 {:.2}, recall@5 {:.2}, {} LLM calls, {:.1} s",
+                line.strategy,
+                line.id,
+                line.metrics.f1,
+                line.metrics.recall_5,
+                line.usage.llm_calls,
+                line.elapsed_ms as f64 / 1000.0,
+            ),
+            line.error.as_deref(),
         );
-        match self.bar.lock().expect("progress lock").as_ref() {
-            Some(bar) => {
-                if line.error.is_some() {
-                    bar.suspend(|| eprintln!("{text}"));
-                }
-                bar.inc(1);
-            }
-            None => eprintln!("{text}"),
-        }
     }
 
     fn retry(&self, id: &str, strategy: &str, error: &str) {
