@@ -588,21 +588,30 @@ mod properties {
 
     use super::*;
 
-    fn read_split(text: &str, cuts: &[usize]) -> Vec<Item> {
-        let mut reader = Reader::new();
-        let mut items = Vec::new();
-        let mut last = 0;
+    /// `text` cut at `cuts` (taken modulo its length, on character boundaries), in order.
+    fn pieces<'t>(text: &'t str, cuts: &[usize]) -> Vec<&'t str> {
         let mut points: Vec<usize> = cuts
             .iter()
             .map(|c| c % (text.len() + 1))
             .filter(|&c| text.is_char_boundary(c))
             .collect();
         points.sort_unstable();
+        let mut out = Vec::new();
+        let mut last = 0;
         for cut in points {
-            items.extend(reader.push(&text[last..cut]));
+            out.push(&text[last..cut]);
             last = cut;
         }
-        items.extend(reader.push(&text[last..]));
+        out.push(&text[last..]);
+        out
+    }
+
+    fn read_split(text: &str, cuts: &[usize]) -> Vec<Item> {
+        let mut reader = Reader::new();
+        let mut items: Vec<Item> = pieces(text, cuts)
+            .into_iter()
+            .flat_map(|piece| reader.push(piece))
+            .collect();
         items.extend(reader.finish());
         items
     }
@@ -631,19 +640,10 @@ mod properties {
 
     fn read_objects_split(text: &str, cuts: &[usize]) -> Vec<Raw> {
         let mut reader = ObjectReader::new();
-        let mut items = Vec::new();
-        let mut last = 0;
-        let mut points: Vec<usize> = cuts
-            .iter()
-            .map(|c| c % (text.len() + 1))
-            .filter(|&c| text.is_char_boundary(c))
+        let mut items: Vec<Raw> = pieces(text, cuts)
+            .into_iter()
+            .flat_map(|piece| reader.push(piece))
             .collect();
-        points.sort_unstable();
-        for cut in points {
-            items.extend(reader.push(&text[last..cut]));
-            last = cut;
-        }
-        items.extend(reader.push(&text[last..]));
         items.extend(reader.finish());
         items
     }
