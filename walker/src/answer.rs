@@ -28,8 +28,10 @@ pub enum Termination {
     TimeBudget,
     /// The user (or the library caller) stopped the walk.
     Stopped,
-    /// The index returned nothing for the question.
+    /// The index returned nothing for the question (or `toc`: the model picked no section).
     NothingRetrieved,
+    /// `toc`: the message needed no documents (a greeting, thanks) and was answered directly.
+    NoRetrieval,
     /// `actions`: the model replied to the user (after a request, or without one).
     Responded,
     /// `actions`: the user was asked something (missing inputs, an unclear request).
@@ -50,6 +52,7 @@ impl Termination {
             Termination::TimeBudget => "time_budget",
             Termination::Stopped => "stopped",
             Termination::NothingRetrieved => "nothing_retrieved",
+            Termination::NoRetrieval => "no_retrieval",
             Termination::Responded => "responded",
             Termination::AskedUser => "asked_user",
             Termination::DryRun => "dry_run",

@@ -23,6 +23,7 @@ mod run;
 mod single;
 mod strategy;
 pub mod support;
+mod toc;
 mod trace;
 mod walk;
 
@@ -38,5 +39,6 @@ pub use strategy::{
     by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,
     AVAILABLE, STRATEGY_NAMES,
 };
+pub use toc::Toc;
 pub use trace::{ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
 pub use walk::{Walk, LINKS_QUERY};

@@ -10,6 +10,10 @@ pub const ANSWER_USER: &str = include_str!("../prompts/answer.user.md");
 pub const READ_SYSTEM: &str = include_str!("../prompts/read.system.md");
 pub const READ_USER: &str = include_str!("../prompts/read.user.md");
 
+/// The pick of `toc`: section ids from a table of contents (or a direct reply) as JSON.
+pub const TOC_SYSTEM: &str = include_str!("../prompts/toc.system.md");
+pub const TOC_USER: &str = include_str!("../prompts/toc.user.md");
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

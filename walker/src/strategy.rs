@@ -66,7 +66,7 @@ impl StrategyError {
 pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
 
 /// The strategies this build can run (`actions` needs an API: see [`by_name`]).
-pub const AVAILABLE: [&str; 3] = ["walk", "single", "actions"];
+pub const AVAILABLE: [&str; 4] = ["walk", "single", "toc", "actions"];
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
 #[derive(Debug, Clone, Default)]
@@ -104,6 +104,13 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
             Ok(Box::new(walk))
+        }
+        "toc" => {
+            let mut toc = crate::Toc::default();
+            if let Some(k) = options.k {
+                toc.k = k;
+            }
+            Ok(Box::new(toc))
         }
         "actions" => Err(UnknownStrategy::NeedsApi),
         other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),

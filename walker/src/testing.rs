@@ -222,6 +222,41 @@ pub fn index_of(corpus: &str) -> TestIndex {
     TestIndex { _dir: dir, index }
 }
 
+/// An index of Markdown files (`(file name, text)`) built with [`FakeWordEmbedder`] in a
+/// temporary directory: documents with headings, for the strategies that read them.
+pub fn markdown_index(files: &[(&str, &str)]) -> TestIndex {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (name, text) in files {
+        std::fs::write(docs.join(name), text).unwrap();
+    }
+    let path = dir.path().join("index");
+    build(&path, &docs);
+    let index = Index::open(&path).unwrap();
+    TestIndex { _dir: dir, index }
+}
+
+/// The section headed `heading` (the first one, in any document): its id, and its first
+/// chunk when it has text of its own.
+pub fn section_of(
+    index: &Index,
+    heading: &str,
+) -> (walkrag_engine::SectionId, Option<walkrag_engine::ChunkId>) {
+    for indexed in index.documents() {
+        let doc = &indexed.doc;
+        if let Some(i) = doc.sections.iter().position(|s| s.title() == heading) {
+            let chunk = indexed
+                .chunks
+                .iter()
+                .find(|c| c.section as usize == i)
+                .map(|c| c.id(doc));
+            return (doc.sections[i].id, chunk);
+        }
+    }
+    panic!("no section headed {heading:?}")
+}
+
 fn build(index: &Path, corpus: &Path) {
     walkrag_engine::update(
         index,

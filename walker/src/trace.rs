@@ -85,7 +85,9 @@ pub struct ActionStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<serde_json::Value>,
     /// What came of it: `found`, `response`, `dry_run`, `declined`, `failed`, `invalid`,
-    /// `missing`, `unknown_operation`, `asked`, `responded`, `unreadable`, `not_run`.
+    /// `missing`, `unknown_operation`, `asked`, `responded`, `unreadable`, `not_run`,
+    /// `premature` (a reply or a question naming no input before any operation was called:
+    /// sent back to the model once).
     pub outcome: String,
     /// The HTTP status, when a server answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]

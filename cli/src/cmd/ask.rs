@@ -38,7 +38,13 @@ use walkrag_walker::{
 ///           on the terminal (--yes confirms all; without a terminal, changes are
 ///           refused); --dry-run sends nothing. Credentials come from --header and
 ///           WALKRAG_AUTH_<SCHEME> variables and never reach the model.
-///   roam, toc and docs are part of the command-line contract and arrive later.
+///   toc     the model reads the table of contents (every heading with its section id) and
+///           picks up to 5 sections, most useful first; their text, in that order and
+///           within 1,000 tokens, is what it answers from. A greeting or thanks is
+///           answered without the documents; a pick of nothing answers "not found". When
+///           the headings are too many (over 150), deeper levels are left out, then only
+///           the documents of the question's best k passages are shown.
+///   roam and docs are part of the command-line contract and arrive later.
 ///
 /// Exit code 1 when the model concludes the documents do not answer the question (actions:
 /// when the request was not carried out, e.g. a question was asked or it was declined).
@@ -54,7 +60,7 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single, actions (roam, toc and docs are still to come).
+    /// Retrieval strategy: walk, single, toc, actions (roam and docs are still to come).
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.

@@ -4,4 +4,5 @@
 mod html;
 mod memory;
 mod single;
+mod toc;
 mod walk;

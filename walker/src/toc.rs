@@ -1,0 +1,451 @@
+//! `toc`: the model reads a table of contents (the documents' own headings, each with its
+//! section id) and picks up to five sections, most useful first; their text, in that order
+//! and within a token budget, is what the answer is written from.
+//!
+//! A message that needs no documents (a greeting, thanks) is answered directly; when the
+//! model picks nothing, the answer says nothing was found instead of guessing. When the
+//! headings of every document are too many to show, deeper headings are left out first, then
+//! only the documents of the question's best passages are shown.
+
+use serde_json::{json, Value};
+use walkrag_core::{ChatRequest, Message, Sampling};
+use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
+
+use crate::answer::{Answer, Termination};
+use crate::event::Event;
+use crate::jsonl::{ObjectReader, Raw};
+use crate::prompt;
+use crate::reply::Reply;
+use crate::run::{Answered, Run};
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::Sink;
+
+/// The most tokens the pick may take: a handful of ids, or a one-line reply.
+const PICK_MAX_TOKENS: usize = 120;
+
+/// Table-of-contents retrieval.
+#[derive(Debug, Clone)]
+pub struct Toc {
+    /// Most sections the model may pick.
+    pub max_sections: usize,
+    /// Tokens of section text (counted with the embedder's tokenizer) shown to the answer
+    /// step: 1,000 leave a 2,048-token model room for the prompt and the answer.
+    pub budget_tokens: usize,
+    /// Most headings shown: 150 lines are about 2,000 tokens.
+    pub max_entries: usize,
+    /// Passages searched for when the headings of all documents are too many: their
+    /// documents' headings are shown.
+    pub k: usize,
+}
+
+impl Default for Toc {
+    fn default() -> Self {
+        Self {
+            max_sections: 5,
+            budget_tokens: 1_000,
+            max_entries: 150,
+            k: 5,
+        }
+    }
+}
+
+/// One heading of the table of contents.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    /// Index of the document in the index's list.
+    doc: usize,
+    /// Index of the section in its document.
+    section: usize,
+    id: SectionId,
+    /// 1 for a top heading (or a document without headings), 2 below it, ...
+    depth: usize,
+    heading: String,
+}
+
+/// The headings of `docs` (indices into `all`), down to `max_depth`, in document order.
+fn entries(all: &[IndexedDoc], docs: &[usize], max_depth: usize) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for &d in docs {
+        let doc = &all[d].doc;
+        for (i, section) in doc.sections.iter().enumerate() {
+            let depth = depth_of(doc, i);
+            if depth > max_depth {
+                continue;
+            }
+            let heading = if section.path.is_empty() {
+                // The text before the first heading: listed only when there is some.
+                if doc.text[section.body.clone()].trim().is_empty() {
+                    continue;
+                }
+                "(before the first heading)".to_string()
+            } else {
+                section.title().to_string()
+            };
+            out.push(Entry {
+                doc: d,
+                section: i,
+                id: section.id,
+                depth,
+                heading,
+            });
+        }
+    }
+    out
+}
+
+/// How deep section `i` sits: 1 for a section without a parent.
+fn depth_of(doc: &Document, mut i: usize) -> usize {
+    let mut depth = 1;
+    while let Some(parent) = doc.sections[i].parent {
+        depth += 1;
+        i = parent;
+    }
+    depth
+}
+
+/// The headings of `docs` that fit in `max`: all of them, else those down to the deepest
+/// level that fits (returned with it); `None` when even the top headings are too many.
+fn fitting(all: &[IndexedDoc], docs: &[usize], max: usize) -> Option<(Vec<Entry>, Option<usize>)> {
+    let every = entries(all, docs, usize::MAX);
+    if every.len() <= max {
+        return Some((every, None));
+    }
+    let deepest = every.iter().map(|e| e.depth).max().unwrap_or(1);
+    (1..deepest).rev().find_map(|depth| {
+        let kept = entries(all, docs, depth);
+        (kept.len() <= max).then_some((kept, Some(depth)))
+    })
+}
+
+/// The table of contents as the model reads it: each document's title, then its headings
+/// indented by depth, each after its id in square brackets.
+fn render(all: &[IndexedDoc], toc: &[Entry]) -> String {
+    let mut out = String::new();
+    let mut last_doc = None;
+    for e in toc {
+        if last_doc != Some(e.doc) {
+            if last_doc.is_some() {
+                out.push('\n');
+            }
+            // The title, unless the document's top heading says it.
+            let title = &all[e.doc].doc.title;
+            if e.depth > 1 || e.heading != *title {
+                out.push_str(&format!("Document: {title}\n"));
+            }
+            last_doc = Some(e.doc);
+        }
+        let indent = "  ".repeat(e.depth - 1);
+        out.push_str(&format!("{indent}[{}] {}\n", e.id, e.heading));
+    }
+    out
+}
+
+/// What the model's pick said.
+#[derive(Debug, Clone, PartialEq)]
+enum Pick {
+    /// Section ids as written, most useful first (may be empty: nothing fits).
+    Sections(Vec<String>),
+    /// The message needs no documents: this is the reply.
+    Reply(String),
+}
+
+/// Reads the pick: a `{"reply": ...}` object is a direct reply; otherwise every 8-hex-digit
+/// token of the text, in order, is a section id (a small model writes them as a JSON list,
+/// a bare list or prose alike).
+fn parse_pick(text: &str) -> Pick {
+    let mut reader = ObjectReader::new();
+    let mut objects = reader.push(text);
+    objects.extend(reader.finish());
+    for raw in &objects {
+        if let Raw::Object(object) = raw {
+            let reply = object.get("reply").and_then(Value::as_str);
+            let sections = object.get("sections").and_then(Value::as_array);
+            if let (Some(reply), None | Some(&[])) = (reply, sections.map(Vec::as_slice)) {
+                return Pick::Reply(reply.trim().to_string());
+            }
+        }
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for token in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if token.len() == 8 && token.chars().all(|c| c.is_ascii_hexdigit()) {
+            let token = token.to_ascii_lowercase();
+            if !ids.contains(&token) {
+                ids.push(token);
+            }
+        }
+    }
+    Pick::Sections(ids)
+}
+
+/// The chunks of a section and everything under it, in document order.
+fn subtree_chunks(indexed: &IndexedDoc, section: usize) -> Vec<ChunkId> {
+    indexed
+        .chunks
+        .iter()
+        .filter(|c| indexed.doc.is_within(c.section as usize, section))
+        .map(|c| c.id(&indexed.doc))
+        .collect()
+}
+
+impl Toc {
+    /// Shows the table of contents and reads which sections the model picks.
+    async fn pick(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        toc: &str,
+    ) -> Result<Pick, StrategyError> {
+        let max = self.max_sections.to_string();
+        let system = prompt::render(prompt::TOC_SYSTEM, &[("max", max.as_str())]);
+        let user = prompt::render(prompt::TOC_USER, &[("toc", toc), ("question", question)]);
+        let request = ChatRequest {
+            messages: vec![Message::system(system.trim()), Message::user(user)],
+            sampling: Sampling {
+                max_tokens: PICK_MAX_TOKENS,
+                ..Sampling::default()
+            },
+            ..ChatRequest::default()
+        };
+        let completion = run.chat(1, "pick", request, false).await?;
+        Ok(parse_pick(&completion.text))
+    }
+
+    /// The headings shown for `question`: every document's if they fit, else those of the
+    /// documents of the question's best passages.
+    fn contents(&self, run: &mut Run<'_>, question: &str) -> Result<Vec<Entry>, StrategyError> {
+        let all = run.env.index.documents();
+        let docs: Vec<usize> = (0..all.len()).collect();
+        if let Some((toc, depth)) = fitting(all, &docs, self.max_entries) {
+            if let Some(depth) = depth {
+                run.note(
+                    1,
+                    format!("the table of contents shows headings down to level {depth}"),
+                );
+            }
+            return Ok(toc);
+        }
+        let hits = run.retrieve(1, question, self.k, false)?;
+        let mut near: Vec<usize> = Vec::new();
+        for hit in &hits {
+            if let Some(d) = all.iter().position(|d| d.doc.id.0 == hit.doc_id) {
+                if !near.contains(&d) {
+                    near.push(d);
+                }
+            }
+        }
+        run.note(
+            1,
+            format!(
+                "the headings of all {} documents are more than the {} shown: showing those of \
+                 the {} documents of the question's best passages",
+                all.len(),
+                self.max_entries,
+                near.len()
+            ),
+        );
+        Ok(match fitting(all, &near, self.max_entries) {
+            Some((toc, _)) => toc,
+            None => {
+                let mut top = entries(all, &near, 1);
+                top.truncate(self.max_entries);
+                top
+            }
+        })
+    }
+
+    /// The chunks of the picked sections, in pick order: those that fit in the budget (at
+    /// least one), and all of them for the ranking.
+    fn gather(&self, run: &Run<'_>, picked: &[&Entry]) -> (Vec<ChunkId>, Vec<ChunkId>) {
+        let index = run.env.index;
+        let mut all: Vec<ChunkId> = Vec::new();
+        for entry in picked {
+            for id in subtree_chunks(&index.documents()[entry.doc], entry.section) {
+                if !all.contains(&id) {
+                    all.push(id);
+                }
+            }
+        }
+        let mut shown = Vec::new();
+        let mut used = 0;
+        for &id in &all {
+            let Some(row) = index.row_of(id) else {
+                continue;
+            };
+            let text = index.chunk(row).text();
+            let tokens = run
+                .env
+                .embedder
+                .count_tokens(text)
+                .unwrap_or(text.len() / 4);
+            if !shown.is_empty() && used + tokens > self.budget_tokens {
+                break;
+            }
+            used += tokens;
+            shown.push(id);
+        }
+        (shown, all)
+    }
+}
+
+impl Strategy for Toc {
+    fn name(&self) -> &'static str {
+        "toc"
+    }
+
+    fn config(&self) -> serde_json::Value {
+        json!({
+            "max_sections": self.max_sections,
+            "budget_tokens": self.budget_tokens,
+            "max_entries": self.max_entries,
+            "k": self.k,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
+        Box::pin(async move {
+            let mut run = Run::new(self, question, env, sink);
+            run.emit(Event::Cycle { cycle: 1 });
+            let toc = self.contents(&mut run, question)?;
+            if toc.is_empty() {
+                let answered = run.nothing_found();
+                return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
+            }
+            let text = render(env.index.documents(), &toc);
+            let ids = match self.pick(&mut run, question, &text).await? {
+                Pick::Reply(reply) => {
+                    run.note(
+                        1,
+                        "the message needs no documents: answered directly".into(),
+                    );
+                    run.emit(Event::Token {
+                        text: reply.clone(),
+                    });
+                    let answered = Answered {
+                        reply: Reply {
+                            answer: reply.clone(),
+                            found: true,
+                        },
+                        text: reply,
+                        citations: Vec::new(),
+                    };
+                    return Ok(run.finish(answered, Vec::new(), Termination::NoRetrieval, 1));
+                }
+                Pick::Sections(ids) => ids,
+            };
+            let mut picked: Vec<&Entry> = Vec::new();
+            let mut unknown: Vec<String> = Vec::new();
+            for id in &ids {
+                match toc.iter().find(|e| e.id.to_string() == *id) {
+                    Some(entry) if !picked.contains(&entry) => picked.push(entry),
+                    Some(_) => {}
+                    None => unknown.push(id.clone()),
+                }
+            }
+            if !unknown.is_empty() {
+                run.note(
+                    1,
+                    format!(
+                        "the model named {} not in the table of contents: {}",
+                        if unknown.len() == 1 {
+                            "a section"
+                        } else {
+                            "sections"
+                        },
+                        unknown.join(", ")
+                    ),
+                );
+            }
+            if picked.len() > self.max_sections {
+                run.note(
+                    1,
+                    format!(
+                        "the model picked {} sections: the first {} kept",
+                        picked.len(),
+                        self.max_sections
+                    ),
+                );
+                picked.truncate(self.max_sections);
+            }
+            if picked.is_empty() {
+                let answered = not_in_contents();
+                return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
+            }
+            let headings: Vec<String> = picked
+                .iter()
+                .map(|e| format!("{} {}", e.id, e.heading))
+                .collect();
+            run.note(1, format!("sections picked: {}", headings.join("; ")));
+            let (shown, all) = self.gather(&run, &picked);
+            if shown.len() < all.len() {
+                run.note(
+                    1,
+                    format!(
+                        "{} of the picked sections' {} passages fit the {}-token budget",
+                        shown.len(),
+                        all.len(),
+                        self.budget_tokens
+                    ),
+                );
+            }
+            run.mark_read(&shown);
+            let answered = run.answer(1, question, None, &shown).await?;
+            let mut ranked = answered.citations.clone();
+            for id in all {
+                if !ranked.contains(&id) {
+                    ranked.push(id);
+                }
+            }
+            Ok(run.finish(answered, ranked, Termination::SinglePass, 1))
+        })
+    }
+}
+
+/// The answer when the model picked no section it was shown.
+fn not_in_contents() -> Answered {
+    Answered {
+        reply: Reply {
+            answer: "not found".into(),
+            found: false,
+        },
+        text: "Answer: not found\nExplanation: no section in the table of contents seems to \
+               hold the answer."
+            .into(),
+        citations: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pick_is_ids_in_order_or_a_direct_reply() {
+        assert_eq!(
+            parse_pick(r#"{"sections": ["0A1B2C3D", "11112222", "0a1b2c3d"]}"#),
+            Pick::Sections(vec!["0a1b2c3d".into(), "11112222".into()])
+        );
+        assert_eq!(
+            parse_pick("```json\n[\"deadbeef\"]\n```"),
+            Pick::Sections(vec!["deadbeef".into()])
+        );
+        assert_eq!(
+            parse_pick(r#"{"sections": []}"#),
+            Pick::Sections(Vec::new())
+        );
+        assert_eq!(
+            parse_pick(r#"{"reply": "Hello! Ask me about the report."}"#),
+            Pick::Reply("Hello! Ask me about the report.".into())
+        );
+        // Words of eight letters that happen to be hex digits are not the only tokens
+        // considered: a token must be exactly eight hex digits.
+        assert_eq!(
+            parse_pick("sections: deadbeefcafe, acceded"),
+            Pick::Sections(Vec::new())
+        );
+    }
+}

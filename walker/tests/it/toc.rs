@@ -1,0 +1,238 @@
+//! The `toc` strategy, with the scripted chat model, over a small Markdown report.
+
+use expect_test::expect_file;
+use walkrag_walker::testing::{
+    block_on, collect, env, markdown_index, render_request, section_of, ScriptedChatModel,
+    TestIndex, Turn,
+};
+use walkrag_walker::{Event, Step, Strategy, Termination, Toc};
+
+/// A made-up annual report with two levels of headings under its title.
+const REPORT: &str = "# Harbor Cooperative Annual Report 2023
+
+## Finances
+
+### Revenue
+
+Revenue rose to 4.2 million crowns, driven by the northern route.
+
+### Costs
+
+Fuel costs fell by 12 percent after the fleet was renewed.
+
+## Fleet
+
+### Vessels
+
+The cooperative operates nine vessels; the newest is the Marta Lind.
+
+### Crew
+
+Crews work two-week rotations and train every spring.
+
+## Outlook
+
+The board expects to open a southern route in 2025.
+";
+
+fn report() -> TestIndex {
+    markdown_index(&[("report.md", REPORT)])
+}
+
+#[test]
+fn the_picked_sections_are_read_in_the_order_picked() {
+    let t = report();
+    let (fleet, _) = section_of(&t.index, "Fleet");
+    let vessels = section_of(&t.index, "Vessels").1.unwrap();
+    let crew = section_of(&t.index, "Crew").1.unwrap();
+    let (revenue_section, revenue) = section_of(&t.index, "Revenue");
+    let revenue = revenue.unwrap();
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!(
+            "{{\"sections\": [\"{revenue_section}\", \"{fleet}\"]}}"
+        )),
+        Turn::Reply(format!(
+            "Answer: nine [{vessels}]\nSources: [{vessels}]\nExplanation: the fleet has nine vessels."
+        )),
+    ]);
+    let mut events = Vec::new();
+    let question = "How many vessels does the cooperative operate?";
+    let answer =
+        block_on(Toc::default().run(question, env(&t.index, &model), &mut collect(&mut events)))
+            .unwrap();
+
+    assert_eq!(answer.answer, "nine");
+    assert_eq!(answer.citations, [vessels]);
+    // Cited first, then the picked sections' passages in pick order: Revenue, then the
+    // Fleet section with everything under it.
+    assert_eq!(answer.ranked, [vessels, revenue, crew]);
+    assert_eq!(answer.termination, Termination::SinglePass);
+    assert_eq!(answer.usage.llm_calls, 2);
+
+    let requests = model.requests.lock().unwrap();
+    // The pick sees every heading with its id; nothing was searched (the headings fit).
+    let toc = &requests[0].messages[1].content;
+    for heading in [
+        "Finances", "Revenue", "Costs", "Fleet", "Vessels", "Crew", "Outlook",
+    ] {
+        let (id, _) = section_of(&t.index, heading);
+        assert!(
+            toc.contains(&format!("[{id}] {heading}")),
+            "{heading} listed"
+        );
+    }
+    assert!(!answer
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Retrieve(_))));
+    expect_file!["snapshots/toc_prompt.txt"].assert_eq(&render_request(&requests[0]));
+    // The answer step is shown the passages in the order picked.
+    let shown = &requests[1].messages[1].content;
+    let at = |id: &walkrag_engine::ChunkId| shown.find(&format!("[{id}]")).unwrap();
+    assert!(at(&revenue) < at(&vessels) && at(&vessels) < at(&crew));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Note { message } if message.contains("sections picked"))));
+}
+
+#[test]
+fn unknown_ids_are_noted_and_a_pick_of_none_is_not_found() {
+    let t = report();
+    let (outlook, outlook_chunk) = section_of(&t.index, "Outlook");
+    let outlook_chunk = outlook_chunk.unwrap();
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("[\"deadbeef\", \"{outlook}\"]")),
+        Turn::Reply(format!("Answer: 2025 [{outlook_chunk}]")),
+    ]);
+    let answer = block_on(Toc::default().run(
+        "When does the southern route open?",
+        env(&t.index, &model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap();
+    assert_eq!(answer.answer, "2025");
+    assert_eq!(answer.ranked, [outlook_chunk]);
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("deadbeef") && message.contains("not in the table of contents")
+    )));
+
+    // Only unknown ids, or an empty pick: not found, without an answer call.
+    for pick in ["{\"sections\": [\"0badc0de\"]}", "{\"sections\": []}"] {
+        let model = ScriptedChatModel::new(vec![Turn::Reply(pick.into())]);
+        let answer = block_on(Toc::default().run(
+            "Who founded the cooperative?",
+            env(&t.index, &model),
+            &mut collect(&mut Vec::new()),
+        ))
+        .unwrap();
+        assert!(!answer.found, "{pick}");
+        assert_eq!(answer.answer, "not found");
+        assert!(answer.ranked.is_empty());
+        assert_eq!(answer.termination, Termination::NothingRetrieved);
+        assert_eq!(answer.usage.llm_calls, 1);
+    }
+}
+
+#[test]
+fn the_token_budget_cuts_the_sections_shown_but_not_the_ranking() {
+    let t = report();
+    let (finances, _) = section_of(&t.index, "Finances");
+    let revenue = section_of(&t.index, "Revenue").1.unwrap();
+    let costs = section_of(&t.index, "Costs").1.unwrap();
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("{{\"sections\": [\"{finances}\"]}}")),
+        Turn::Reply("Answer: not found".into()),
+    ]);
+    let toc = Toc {
+        budget_tokens: 5,
+        ..Toc::default()
+    };
+    let answer = block_on(toc.run(
+        "What happened to fuel costs?",
+        env(&t.index, &model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap();
+    // The first passage is always shown, even over budget; the next one no longer fits.
+    let requests = model.requests.lock().unwrap();
+    let shown = &requests[1].messages[1].content;
+    assert!(shown.contains(&format!("[{revenue}]")));
+    assert!(!shown.contains(&format!("[{costs}]")));
+    assert_eq!(answer.ranked, [revenue, costs]);
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("1 of the picked sections' 2 passages")
+    )));
+}
+
+#[test]
+fn a_greeting_is_answered_without_the_documents() {
+    let t = report();
+    let model = ScriptedChatModel::new(vec![Turn::Reply(
+        "{\"reply\": \"Hello! Ask me about the annual report.\"}".into(),
+    )]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(Toc::default().run("hi there", env(&t.index, &model), &mut collect(&mut events)))
+            .unwrap();
+    assert_eq!(answer.answer, "Hello! Ask me about the annual report.");
+    assert_eq!(answer.termination, Termination::NoRetrieval);
+    assert!(answer.ranked.is_empty() && answer.citations.is_empty());
+    assert_eq!(answer.usage.llm_calls, 1);
+    assert!(events.iter().any(
+        |e| matches!(e, Event::Token { text } if text == "Hello! Ask me about the annual report.")
+    ));
+}
+
+#[test]
+fn too_many_headings_are_cut_by_depth_then_by_search() {
+    let t = markdown_index(&[
+        ("report.md", REPORT),
+        (
+            "minutes.md",
+            "# Board Minutes\n\n## March\n\nThe board approved the southern route study.\n",
+        ),
+    ]);
+    let (vessels, _) = section_of(&t.index, "Vessels");
+    let (fleet, _) = section_of(&t.index, "Fleet");
+
+    // 10 headings in all, 6 down to level 2: the third level is left out.
+    let model = ScriptedChatModel::new(vec![Turn::Reply("{\"sections\": []}".into())]);
+    let toc = Toc {
+        max_entries: 6,
+        ..Toc::default()
+    };
+    block_on(toc.run(
+        "How many vessels?",
+        env(&t.index, &model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap();
+    let shown = model.requests.lock().unwrap()[0].messages[1]
+        .content
+        .clone();
+    assert!(shown.contains(&format!("[{fleet}]")));
+    assert!(!shown.contains(&format!("[{vessels}]")));
+
+    // Even the top headings too many: the documents of the question's best passages only.
+    let model = ScriptedChatModel::new(vec![Turn::Reply("{\"sections\": []}".into())]);
+    let toc = Toc {
+        max_entries: 1,
+        k: 1,
+        ..Toc::default()
+    };
+    let answer = block_on(toc.run(
+        "What did the board approve in March?",
+        env(&t.index, &model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap();
+    assert!(matches!(&answer.trace.steps[0], Step::Retrieve(r) if r.k == 1));
+    let shown = model.requests.lock().unwrap()[0].messages[1]
+        .content
+        .clone();
+    assert!(shown.contains("] Board Minutes"), "{shown}");
+    assert!(!shown.contains("Harbor Cooperative"), "{shown}");
+}
