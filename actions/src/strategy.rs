@@ -275,6 +275,12 @@ impl Actions {
                     }
                     Call::Ask { question } => {
                         let asked = self.names_in(&question, &conversation.available);
+                        if tally.premature(&asked) {
+                            let result = premature_result("ask the user");
+                            conversation.answer(tools, &call, &result);
+                            run.record_action(premature_step(turn, "ask_user", question, result));
+                            continue;
+                        }
                         conversation.answer(tools, &call, "Asked the user; their answer follows.");
                         conversation.pending = Some(Pending {
                             query: query.clone(),
@@ -291,6 +297,12 @@ impl Actions {
                         ended = Some((question, Termination::AskedUser));
                     }
                     Call::Respond { text } => {
+                        if tally.premature(&[]) {
+                            let result = premature_result("respond");
+                            conversation.answer(tools, &call, &result);
+                            run.record_action(premature_step(turn, "respond", text, result));
+                            continue;
+                        }
                         conversation.answer(tools, &call, "Shown to the user.");
                         run.record_action(ActionStep {
                             cycle: turn,
@@ -299,6 +311,13 @@ impl Actions {
                             outcome: "responded".into(),
                             ..ActionStep::default()
                         });
+                        // The model's words alone may claim what never happened ("Topic
+                        // 1234 updated"): the user is told plainly when nothing was sent.
+                        let text = if carried_out {
+                            text
+                        } else {
+                            format!("{text}\n(No API request was made for this.)")
+                        };
                         ended = Some((text, Termination::Responded));
                     }
                     Call::Unreadable { text } => {
@@ -325,6 +344,7 @@ impl Actions {
                         operation_id,
                         params,
                     } => {
+                        tally.called = true;
                         let executed = self
                             .execute(
                                 &mut run,
@@ -1278,6 +1298,44 @@ struct Tally {
     done: Vec<(String, Value, String)>,
     /// Whether the model was already given a reworded value back.
     reworded: bool,
+    /// Whether the model has called an operation for this request.
+    called: bool,
+    /// Whether a reply or question before any operation was already sent back.
+    sent_back: bool,
+}
+
+impl Tally {
+    /// Whether a reply, or a question naming none of the inputs (`asked`), comes too early:
+    /// no operation has been called for the request yet. Small models answer "Topic 1234
+    /// updated" or ask "What would you like to do?" instead of calling the operation that
+    /// fits; such a reply is sent back once (the second is accepted: small talk, or a request
+    /// no operation fits). Records that it was sent back.
+    fn premature(&mut self, asked: &[String]) -> bool {
+        let early = !self.called && !self.sent_back && asked.is_empty();
+        self.sent_back |= early;
+        early
+    }
+}
+
+/// The record of a reply or question sent back as premature.
+fn premature_step(turn: usize, action: &str, text: String, result: String) -> ActionStep {
+    ActionStep {
+        cycle: turn,
+        action: action.into(),
+        text: Some(text),
+        outcome: "premature".into(),
+        result,
+        ..ActionStep::default()
+    }
+}
+
+/// What the model is told when its reply or question came before any operation was called.
+fn premature_result(again: &str) -> String {
+    format!(
+        "Nothing has been done yet: no operation was called for this request. If one of the \
+         operations listed fits, call it now with the inputs the request gives (the user is \
+         asked for any that are missing); if none fits, {again} again."
+    )
 }
 
 /// How an exchange ends early.

@@ -597,9 +597,16 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
     let server = Server::start().await;
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    let model = ScriptedChatModel::new(vec![respond("Nothing to do.")]);
+    // A reply before any operation is called is sent back once; the second is taken, and the
+    // user is told that nothing was sent (the model's words may claim otherwise).
+    let model = ScriptedChatModel::new(vec![respond("Note deleted."), respond("Nothing to do.")]);
 
     let (answer, _) = run(&actions, &index, &model, "delete a note").await;
+    let steps = actions_of(&answer);
+    let outcomes: Vec<&str> = steps.iter().map(|a| a.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["found", "premature", "responded"]);
+    assert!(steps[1].result.starts_with("Nothing has been done yet"));
+    assert_eq!(answer.usage.llm_calls, 2);
 
     let first = &answer.trace.steps[0];
     let Step::Retrieve(retrieval) = first else {
@@ -618,7 +625,10 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
     );
     assert!(prompt.ends_with("Request: delete a note"), "{prompt}");
     assert!(!answer.found, "nothing was carried out");
-    assert_eq!(answer.answer, "Nothing to do.");
+    assert_eq!(
+        answer.answer,
+        "Nothing to do.\n(No API request was made for this.)"
+    );
     let first = render_request(&model.requests.lock().unwrap()[0]);
     expect_test::expect_file!["snapshots/first_prompt.txt"].assert_eq(&first);
 }
