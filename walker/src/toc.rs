@@ -212,7 +212,7 @@ impl Toc {
 
     /// The headings shown for `question`: every document's if they fit, else those of the
     /// documents of the question's best passages.
-    fn contents(&self, run: &mut Run<'_>, question: &str) -> Result<Vec<Entry>, StrategyError> {
+    fn contents(&self, run: &mut Run<'_>, question: &str, vector: &[f32]) -> Vec<Entry> {
         let all = run.env.index.documents();
         let docs: Vec<usize> = (0..all.len()).collect();
         if let Some((toc, depth)) = fitting(all, &docs, self.max_entries) {
@@ -222,9 +222,9 @@ impl Toc {
                     format!("the table of contents shows headings down to level {depth}"),
                 );
             }
-            return Ok(toc);
+            return toc;
         }
-        let hits = run.retrieve(1, question, self.k, false)?;
+        let hits = run.retrieve_embedded(1, question, vector, self.k, false);
         let mut near: Vec<usize> = Vec::new();
         for hit in &hits {
             if let Some(d) = all.iter().position(|d| d.doc.id.0 == hit.doc_id) {
@@ -243,48 +243,82 @@ impl Toc {
                 near.len()
             ),
         );
-        Ok(match fitting(all, &near, self.max_entries) {
+        match fitting(all, &near, self.max_entries) {
             Some((toc, _)) => toc,
             None => {
                 let mut top = entries(all, &near, 1);
                 top.truncate(self.max_entries);
                 top
             }
-        })
+        }
     }
 
-    /// The chunks of the picked sections, in pick order: those that fit in the budget (at
-    /// least one), and all of them for the ranking.
-    fn gather(&self, run: &Run<'_>, picked: &[&Entry]) -> (Vec<ChunkId>, Vec<ChunkId>) {
+    /// The chunks of the picked sections, in pick order: those shown (within the budget, at
+    /// least one), and all of them. A section that fits is shown whole; the first that does
+    /// not shows its passages nearest the question that fit (in document order), and ends
+    /// what is shown.
+    fn gather(
+        &self,
+        run: &Run<'_>,
+        picked: &[&Entry],
+        question: &[f32],
+    ) -> (Vec<ChunkId>, Vec<ChunkId>) {
         let index = run.env.index;
-        let mut all: Vec<ChunkId> = Vec::new();
-        for entry in picked {
-            for id in subtree_chunks(&index.documents()[entry.doc], entry.section) {
-                if !all.contains(&id) {
-                    all.push(id);
-                }
-            }
-        }
-        let mut shown = Vec::new();
-        let mut used = 0;
-        for &id in &all {
-            let Some(row) = index.row_of(id) else {
-                continue;
-            };
+        let tokens_of = |row: usize| {
             let text = index.chunk(row).text();
-            let tokens = run
-                .env
+            run.env
                 .embedder
                 .count_tokens(text)
-                .unwrap_or(text.len() / 4);
-            if !shown.is_empty() && used + tokens > self.budget_tokens {
-                break;
+                .unwrap_or(text.len() / 4)
+        };
+        let mut all: Vec<ChunkId> = Vec::new();
+        let mut shown: Vec<ChunkId> = Vec::new();
+        let mut used = 0;
+        let mut full = false;
+        for entry in picked {
+            // (id, row, tokens) of the section's chunks not listed yet.
+            let chunks: Vec<(ChunkId, usize, usize)> =
+                subtree_chunks(&index.documents()[entry.doc], entry.section)
+                    .into_iter()
+                    .filter(|id| !all.contains(id))
+                    .filter_map(|id| index.row_of(id).map(|row| (id, row, tokens_of(row))))
+                    .collect();
+            all.extend(chunks.iter().map(|c| c.0));
+            if full {
+                continue;
             }
-            used += tokens;
-            shown.push(id);
+            let total: usize = chunks.iter().map(|c| c.2).sum();
+            if used + total <= self.budget_tokens {
+                shown.extend(chunks.iter().map(|c| c.0));
+                used += total;
+                continue;
+            }
+            let score = |c: &(ChunkId, usize, usize)| dot(index.vector(c.1), question);
+            let mut nearest: Vec<usize> = (0..chunks.len()).collect();
+            nearest.sort_by(|&a, &b| score(&chunks[b]).total_cmp(&score(&chunks[a])));
+            let mut take = vec![false; chunks.len()];
+            for i in nearest {
+                let first = shown.is_empty() && !take.contains(&true);
+                if first || used + chunks[i].2 <= self.budget_tokens {
+                    take[i] = true;
+                    used += chunks[i].2;
+                }
+            }
+            shown.extend(
+                chunks
+                    .iter()
+                    .zip(&take)
+                    .filter(|(_, &t)| t)
+                    .map(|(c, _)| c.0),
+            );
+            full = true;
         }
         (shown, all)
     }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl Strategy for Toc {
@@ -310,7 +344,8 @@ impl Strategy for Toc {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
             run.emit(Event::Cycle { cycle: 1 });
-            let toc = self.contents(&mut run, question)?;
+            let question_vector = env.embedder.embed_one(question)?;
+            let toc = self.contents(&mut run, question, &question_vector);
             if toc.is_empty() {
                 let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
@@ -380,7 +415,7 @@ impl Strategy for Toc {
                 .map(|e| format!("{} {}", e.id, e.heading))
                 .collect();
             run.note(1, format!("sections picked: {}", headings.join("; ")));
-            let (shown, all) = self.gather(&run, &picked);
+            let (shown, all) = self.gather(&run, &picked, &question_vector);
             if shown.len() < all.len() {
                 run.note(
                     1,
@@ -394,8 +429,9 @@ impl Strategy for Toc {
             }
             run.mark_read(&shown);
             let answered = run.answer(1, question, None, &shown).await?;
+            // Cited first, then what was shown, then the rest of the picked sections.
             let mut ranked = answered.citations.clone();
-            for id in all {
+            for id in shown.into_iter().chain(all) {
                 if !ranked.contains(&id) {
                     ranked.push(id);
                 }
