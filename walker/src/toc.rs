@@ -177,6 +177,20 @@ fn parse_pick(text: &str) -> Pick {
     Pick::Sections(ids)
 }
 
+/// The entries `ids` name, in order and once each, and the ids that name none.
+fn resolve<'t>(toc: &'t [Entry], ids: &[String]) -> (Vec<&'t Entry>, Vec<String>) {
+    let mut picked: Vec<&Entry> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
+    for id in ids {
+        match toc.iter().find(|e| e.id.to_string() == *id) {
+            Some(entry) if !picked.contains(&entry) => picked.push(entry),
+            Some(_) => {}
+            None => unknown.push(id.clone()),
+        }
+    }
+    (picked, unknown)
+}
+
 /// The chunks of a section and everything under it, in document order.
 fn subtree_chunks(indexed: &IndexedDoc, section: usize) -> Vec<ChunkId> {
     indexed
@@ -372,15 +386,7 @@ impl Strategy for Toc {
                 }
                 Pick::Sections(ids) => ids,
             };
-            let mut picked: Vec<&Entry> = Vec::new();
-            let mut unknown: Vec<String> = Vec::new();
-            for id in &ids {
-                match toc.iter().find(|e| e.id.to_string() == *id) {
-                    Some(entry) if !picked.contains(&entry) => picked.push(entry),
-                    Some(_) => {}
-                    None => unknown.push(id.clone()),
-                }
-            }
+            let (mut picked, unknown) = resolve(&toc, &ids);
             if !unknown.is_empty() {
                 run.note(
                     1,

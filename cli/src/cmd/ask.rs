@@ -55,6 +55,7 @@ use walkrag_walker::{
 ///   walkrag ask "..." --json --trace trace.json
 ///   walkrag ask "Add a pet named Rex" --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     question: String,
     /// Index directory.

@@ -24,6 +24,7 @@ use walkrag_eval::metrics::recall_at;
 ///   walkrag bench search --index /tmp/big \
 ///       --questions ../shared/data/hotpotqa-100/questions.jsonl --m 8,16,32 --ef-search 16,32,64,128
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Index directory (built by `walkrag index`).
     #[arg(long, default_value = super::DEFAULT_INDEX)]

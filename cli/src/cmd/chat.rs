@@ -32,6 +32,7 @@ use walkrag_walker::{Answer, Env, Event, SearchParams};
 ///   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 walkrag chat --model openai:any
 ///   walkrag chat --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Chat model.
     #[arg(long, default_value = DEFAULT_MODEL)]

@@ -44,6 +44,7 @@ use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
 ///   walkrag eval --spec docs/data/actions/spec.yaml \
 ///       --requests docs/data/actions/requests.jsonl --limit 5
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// The material: a .jsonl corpus, or files and folders of documents.
     #[arg(long, required_unless_present = "spec")]

@@ -34,6 +34,7 @@ use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, Upd
 ///   walkrag index corpus.jsonl --index /tmp/corpus-index
 ///   walkrag index petstore.yaml
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Files or directories to index.
     #[arg(required = true)]

@@ -295,3 +295,57 @@ fn eval_writes_results_summary_report_and_resumes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--restart"), "{}", stderr(&out));
 }
+
+#[test]
+fn toc_picks_sections_of_a_markdown_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let report = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/report.md");
+    std::fs::copy(report, dir.join("report.md")).unwrap();
+    let out = walkrag(dir, &["index", "report.md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "How much did the creamery's energy use fall?",
+            "--strategy",
+            "toc",
+            "--model",
+            MODEL,
+            "--json",
+            "--trace",
+            "toc.json",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "answer");
+    // Whatever the tiny model picks, the strategy ends for one of its reasons.
+    let termination = last["termination"].as_str().unwrap();
+    assert!(
+        ["single_pass", "nothing_retrieved", "no_retrieval"].contains(&termination),
+        "{last}"
+    );
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("toc.json")).unwrap()).unwrap();
+    assert_eq!(trace["strategy"], "toc");
+    // The pick was shown the report's headings, each after its section id.
+    let steps = trace["steps"].as_array().unwrap();
+    let pick = steps
+        .iter()
+        .find(|s| s["step"] == "llm" && s["purpose"] == "pick")
+        .expect("a pick call");
+    let toc = pick["messages"][1]["content"].as_str().unwrap();
+    for heading in ["Energy", "Cold chain", "Outlook for 2026"] {
+        assert!(
+            toc.lines()
+                .any(|l| l.trim_start().len() > 11 && l.trim_start()[11..] == *heading),
+            "{heading} in {toc}"
+        );
+    }
+    // An answer from sections ranks their passages; the others rank nothing.
+    let ranked = last["ranked"].as_array().unwrap();
+    assert_eq!(termination == "single_pass", !ranked.is_empty(), "{last}");
+}
