@@ -166,7 +166,8 @@ fn a_model_that_asks_for_the_wrong_thing_or_calls_nothing_scores_zero() {
         Turn::Reply(r#"{"action": "ask_user", "question": "Which noteId?"}"#.into()),
         // r2: the wrong operation, a read.
         call("listNotes", json!({})),
-        // r3: a reply without asking.
+        // r3: a reply without asking, and again when it is sent back (nothing was called).
+        Turn::Reply("I deleted it.".into()),
         Turn::Reply("I deleted it.".into()),
     ]);
 
