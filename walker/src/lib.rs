@@ -42,3 +42,9 @@ pub use strategy::{
 pub use toc::Toc;
 pub use trace::{ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
 pub use walk::{Walk, LINKS_QUERY};
+
+/// The dot product: the cosine of two unit-length vectors (what the index stores and the
+/// embedders return).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

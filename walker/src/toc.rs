@@ -18,7 +18,7 @@ use crate::prompt;
 use crate::reply::Reply;
 use crate::run::{Answered, Run};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
-use crate::Sink;
+use crate::{dot, Sink};
 
 /// The most tokens the pick may take: a handful of ids, or a one-line reply.
 const PICK_MAX_TOKENS: usize = 120;
@@ -111,10 +111,11 @@ fn fitting(all: &[IndexedDoc], docs: &[usize], max: usize) -> Option<(Vec<Entry>
         return Some((every, None));
     }
     let deepest = every.iter().map(|e| e.depth).max().unwrap_or(1);
-    (1..deepest).rev().find_map(|depth| {
-        let kept = entries(all, docs, depth);
-        (kept.len() <= max).then_some((kept, Some(depth)))
-    })
+    let depth = (1..deepest)
+        .rev()
+        .find(|&depth| every.iter().filter(|e| e.depth <= depth).count() <= max)?;
+    let kept = every.into_iter().filter(|e| e.depth <= depth).collect();
+    Some((kept, Some(depth)))
 }
 
 /// The table of contents as the model reads it: each document's title, then its headings
@@ -143,8 +144,8 @@ fn render(all: &[IndexedDoc], toc: &[Entry]) -> String {
 /// What the model's pick said.
 #[derive(Debug, Clone, PartialEq)]
 enum Pick {
-    /// Section ids as written, most useful first (may be empty: nothing fits).
-    Sections(Vec<String>),
+    /// Section ids, most useful first, each once (may be empty: nothing fits).
+    Sections(Vec<SectionId>),
     /// The message needs no documents: this is the reply.
     Reply(String),
 }
@@ -165,27 +166,26 @@ fn parse_pick(text: &str) -> Pick {
             }
         }
     }
-    let mut ids: Vec<String> = Vec::new();
-    for token in text.split(|c: char| !c.is_ascii_alphanumeric()) {
-        if token.len() == 8 && token.chars().all(|c| c.is_ascii_hexdigit()) {
-            let token = token.to_ascii_lowercase();
-            if !ids.contains(&token) {
-                ids.push(token);
-            }
+    let mut ids: Vec<SectionId> = Vec::new();
+    for id in text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter_map(SectionId::parse)
+    {
+        if !ids.contains(&id) {
+            ids.push(id);
         }
     }
     Pick::Sections(ids)
 }
 
-/// The entries `ids` name, in order and once each, and the ids that name none.
-fn resolve<'t>(toc: &'t [Entry], ids: &[String]) -> (Vec<&'t Entry>, Vec<String>) {
+/// The entries `ids` name, in order, and the ids that name none.
+fn resolve<'t>(toc: &'t [Entry], ids: &[SectionId]) -> (Vec<&'t Entry>, Vec<SectionId>) {
     let mut picked: Vec<&Entry> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
-    for id in ids {
-        match toc.iter().find(|e| e.id.to_string() == *id) {
-            Some(entry) if !picked.contains(&entry) => picked.push(entry),
-            Some(_) => {}
-            None => unknown.push(id.clone()),
+    let mut unknown: Vec<SectionId> = Vec::new();
+    for &id in ids {
+        match toc.iter().find(|e| e.id == id) {
+            Some(entry) => picked.push(entry),
+            None => unknown.push(id),
         }
     }
     (picked, unknown)
@@ -331,10 +331,6 @@ impl Toc {
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 impl Strategy for Toc {
     fn name(&self) -> &'static str {
         "toc"
@@ -397,7 +393,11 @@ impl Strategy for Toc {
                         } else {
                             "sections"
                         },
-                        unknown.join(", ")
+                        unknown
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 );
             }
@@ -469,11 +469,11 @@ mod tests {
     fn a_pick_is_ids_in_order_or_a_direct_reply() {
         assert_eq!(
             parse_pick(r#"{"sections": ["0A1B2C3D", "11112222", "0a1b2c3d"]}"#),
-            Pick::Sections(vec!["0a1b2c3d".into(), "11112222".into()])
+            Pick::Sections(vec![SectionId(0x0a1b2c3d), SectionId(0x11112222)])
         );
         assert_eq!(
             parse_pick("```json\n[\"deadbeef\"]\n```"),
-            Pick::Sections(vec!["deadbeef".into()])
+            Pick::Sections(vec![SectionId(0xdeadbeef)])
         );
         assert_eq!(
             parse_pick(r#"{"sections": []}"#),

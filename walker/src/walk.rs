@@ -12,6 +12,7 @@ use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
+use crate::dot;
 use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
 use crate::links::Links;
@@ -672,29 +673,22 @@ fn rank(
     let none = Vec::new();
     let (question, later) = ordered.split_first().unwrap_or((&none, &[]));
     let hops = later.iter().filter_map(|c| c.first());
-    let mut ranked: Vec<ChunkId> = Vec::new();
     let rest = interleave(later);
+    let mut ranked: Vec<ChunkId> = Vec::new();
     for id in question
         .iter()
         .take(lead)
         .chain(hops)
         .chain(question)
         .chain(&rest)
+        .chain(evidence)
+        .chain(read)
     {
         if !ranked.contains(id) {
             ranked.push(*id);
         }
     }
-    for id in evidence.iter().chain(read) {
-        if !ranked.contains(id) {
-            ranked.push(*id);
-        }
-    }
     ranked
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use walkrag_walker::testing::{
     block_on, collect, env, markdown_index, render_request, section_of, ScriptedChatModel,
     TestIndex, Turn,
 };
-use walkrag_walker::{Event, Step, Strategy, Termination, Toc};
+use walkrag_walker::{Answer, Event, Step, Strategy, Termination, Toc};
 
 /// A made-up annual report with two levels of headings under its title.
 const REPORT: &str = "# Harbor Cooperative Annual Report 2023
@@ -34,6 +34,16 @@ Crews work two-week rotations and train every spring.
 
 The board expects to open a southern route in 2025.
 ";
+
+/// Runs `toc` on `question`, dropping the events.
+fn ask(toc: &Toc, t: &TestIndex, model: &ScriptedChatModel, question: &str) -> Answer {
+    block_on(toc.run(
+        question,
+        env(&t.index, model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap()
+}
 
 fn report() -> TestIndex {
     markdown_index(&[("report.md", REPORT)])
@@ -121,12 +131,12 @@ fn unknown_ids_are_noted_and_a_pick_of_none_is_not_found() {
         Turn::Reply(format!("[\"deadbeef\", \"{outlook}\"]")),
         Turn::Reply(format!("Answer: 2025 [{outlook_chunk}]")),
     ]);
-    let answer = block_on(Toc::default().run(
+    let answer = ask(
+        &Toc::default(),
+        &t,
+        &model,
         "When does the southern route open?",
-        env(&t.index, &model),
-        &mut collect(&mut Vec::new()),
-    ))
-    .unwrap();
+    );
     assert_eq!(answer.answer, "2025");
     assert_eq!(answer.ranked, [outlook_chunk]);
     assert!(answer.trace.steps.iter().any(|s| matches!(
@@ -137,12 +147,7 @@ fn unknown_ids_are_noted_and_a_pick_of_none_is_not_found() {
     // Only unknown ids, or an empty pick: not found, without an answer call.
     for pick in ["{\"sections\": [\"0badc0de\"]}", "{\"sections\": []}"] {
         let model = ScriptedChatModel::new(vec![Turn::Reply(pick.into())]);
-        let answer = block_on(Toc::default().run(
-            "Who founded the cooperative?",
-            env(&t.index, &model),
-            &mut collect(&mut Vec::new()),
-        ))
-        .unwrap();
+        let answer = ask(&Toc::default(), &t, &model, "Who founded the cooperative?");
         assert!(!answer.found, "{pick}");
         assert_eq!(answer.answer, "not found");
         assert!(answer.ranked.is_empty());
@@ -165,12 +170,7 @@ fn a_section_over_the_budget_shows_its_passages_nearest_the_question() {
         budget_tokens: 5,
         ..Toc::default()
     };
-    let answer = block_on(toc.run(
-        "What happened to fuel costs?",
-        env(&t.index, &model),
-        &mut collect(&mut Vec::new()),
-    ))
-    .unwrap();
+    let answer = ask(&toc, &t, &model, "What happened to fuel costs?");
     // A section over the budget shows its passages nearest the question first: Costs, over
     // budget but the first shown; Revenue no longer fits. Shown passages rank first.
     let requests = model.requests.lock().unwrap();
@@ -221,12 +221,7 @@ fn too_many_headings_are_cut_by_depth_then_by_search() {
         max_entries: 6,
         ..Toc::default()
     };
-    block_on(toc.run(
-        "How many vessels?",
-        env(&t.index, &model),
-        &mut collect(&mut Vec::new()),
-    ))
-    .unwrap();
+    ask(&toc, &t, &model, "How many vessels?");
     let shown = model.requests.lock().unwrap()[0].messages[1]
         .content
         .clone();
@@ -240,12 +235,7 @@ fn too_many_headings_are_cut_by_depth_then_by_search() {
         k: 1,
         ..Toc::default()
     };
-    let answer = block_on(toc.run(
-        "What did the board approve in March?",
-        env(&t.index, &model),
-        &mut collect(&mut Vec::new()),
-    ))
-    .unwrap();
+    let answer = ask(&toc, &t, &model, "What did the board approve in March?");
     assert!(matches!(&answer.trace.steps[0], Step::Retrieve(r) if r.k == 1));
     let shown = model.requests.lock().unwrap()[0].messages[1]
         .content
