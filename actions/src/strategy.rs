@@ -532,15 +532,20 @@ impl Actions {
             // the first).
             sampling.stop = vec!["}\n{".into(), "}\n\n{".into()];
         }
-        let request = ChatRequest {
-            messages,
-            sampling,
-            json: false,
-            tools: if tools {
-                tool_defs(&conversation.available)
-            } else {
-                Vec::new()
-            },
+        let request = if tools {
+            ChatRequest {
+                messages,
+                sampling,
+                tools: tool_defs(&conversation.available),
+                ..ChatRequest::default()
+            }
+        } else {
+            ChatRequest {
+                messages,
+                sampling,
+                openings: openings(&conversation.available),
+                ..ChatRequest::default()
+            }
         };
         let completion = run.chat(turn, request, &self.control).await?;
         let lookup = |id: &str| self.lookup(id).map(|(action, _)| action);
@@ -1140,6 +1145,22 @@ fn calls_of_tools<'a>(
 }
 
 /// The built-in actions as tools; `execute_action` names the operations available.
+/// How a JSON-lines reply may open: a built-in action, or `execute_action` of an operation
+/// on the cards. A local model can then not write an operation id that does not exist; its
+/// preference among the real ones decides.
+fn openings(available: &[String]) -> Vec<String> {
+    let execute = available.iter().map(|id| {
+        format!(
+            r#"{{"action": "execute_action", "operation_id": {}"#,
+            Value::from(id.as_str())
+        )
+    });
+    let built_in = ["find_actions", "ask_user", "respond"]
+        .iter()
+        .map(|name| format!(r#"{{"action": "{name}""#));
+    execute.chain(built_in).collect()
+}
+
 fn tool_defs(available: &[String]) -> Vec<ToolDef> {
     vec![
         ToolDef {
@@ -1554,6 +1575,42 @@ mod tests {
         );
         assert!(matches!(read("{\"foo\": 1}"), Call::Unreadable { .. }));
         assert!(matches!(read(""), Call::Unreadable { .. }));
+    }
+
+    #[test]
+    fn openings_name_every_card_and_built_in_and_none_opens_another() {
+        let ids = ["getTopic".to_string(), "getTopicPosts".to_string()];
+        let all = openings(&ids);
+        assert_eq!(
+            all[0],
+            r#"{"action": "execute_action", "operation_id": "getTopic""#
+        );
+        assert_eq!(all.len(), 5);
+        assert!(all.contains(&r#"{"action": "respond""#.to_string()));
+        for (i, a) in all.iter().enumerate() {
+            for (j, b) in all.iter().enumerate() {
+                assert!(i == j || !b.starts_with(a.as_str()), "{a} opens {b}");
+            }
+        }
+        // Each opening is the spelling the reader takes for its action.
+        let rests = [
+            r#", "params": {}}"#,
+            r#", "params": {}}"#,
+            r#", "query": "topics"}"#,
+            r#", "question": "Which topic?"}"#,
+            r#", "text": "Done."}"#,
+        ];
+        let names = [
+            "execute_action",
+            "execute_action",
+            "find_actions",
+            "ask_user",
+            "respond",
+        ];
+        for ((opening, rest), name) in all.iter().zip(rests).zip(names) {
+            let call = call_of_text(&format!("{opening}{rest}"), &|_| None);
+            assert_eq!(call.call.name(), name, "{opening}{rest}");
+        }
     }
 
     #[test]

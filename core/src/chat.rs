@@ -132,6 +132,12 @@ pub struct ChatRequest {
     pub json: bool,
     /// Tools the model may call; empty for none.
     pub tools: Vec<ToolDef>,
+    /// When not empty, the completion opens with one of these strings and goes on freely
+    /// after it. Local models enforce it token by token (the model's preference among the
+    /// openings decides); HTTP backends have no such control and ignore it, so a caller still
+    /// checks what comes back. No opening may be a prefix of another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub openings: Vec<String>,
 }
 
 impl ChatRequest {

@@ -38,16 +38,8 @@ pub struct Entry {
 /// collapsed.
 pub fn outline(doc: &Document) -> Outline {
     let children = children_of(doc);
-    let roots: Vec<usize> = (0..doc.sections.len())
-        .filter(|&i| doc.sections[i].parent.is_none())
-        .collect();
-    // Expand single-child chains from the top: a lone title expands into its chapters.
-    let mut expand_depth = 1;
-    let mut level_nodes = roots.clone();
-    while level_nodes.len() == 1 && !children[level_nodes[0]].is_empty() {
-        expand_depth += 1;
-        level_nodes = children[level_nodes[0]].clone();
-    }
+    let roots = roots_of(doc);
+    let expand_depth = expanded_depth(doc, &children);
     let sections = roots
         .iter()
         .map(|&i| entry(doc, &children, i, 1, expand_depth))
@@ -60,7 +52,27 @@ pub fn outline(doc: &Document) -> Outline {
     }
 }
 
-fn children_of(doc: &Document) -> Vec<Vec<usize>> {
+/// The sections without a parent, in document order.
+pub fn roots_of(doc: &Document) -> Vec<usize> {
+    (0..doc.sections.len())
+        .filter(|&i| doc.sections[i].parent.is_none())
+        .collect()
+}
+
+/// How many levels the outline shows expanded (1: the top sections): down to the first level
+/// where the tree branches, so a lone title expands into its chapters.
+pub fn expanded_depth(doc: &Document, children: &[Vec<usize>]) -> usize {
+    let mut depth = 1;
+    let mut level = roots_of(doc);
+    while level.len() == 1 && !children[level[0]].is_empty() {
+        depth += 1;
+        level = children[level[0]].clone();
+    }
+    depth
+}
+
+/// Each section's children, in document order.
+pub fn children_of(doc: &Document) -> Vec<Vec<usize>> {
     let mut children = vec![Vec::new(); doc.sections.len()];
     for (i, s) in doc.sections.iter().enumerate() {
         if let Some(p) = s.parent {
@@ -70,7 +82,8 @@ fn children_of(doc: &Document) -> Vec<Vec<usize>> {
     children
 }
 
-fn count_below(children: &[Vec<usize>], i: usize) -> usize {
+/// How many sections lie anywhere below section `i`.
+pub fn count_below(children: &[Vec<usize>], i: usize) -> usize {
     children[i]
         .iter()
         .map(|&c| 1 + count_below(children, c))

@@ -251,6 +251,14 @@ impl Inner {
         let top_p = (s.top_p > 0.0 && s.top_p < 1.0).then_some(s.top_p as f64);
         let mut sampler = LogitsProcessor::new(s.seed, temperature, top_p);
         let mut stops = StopMatcher::new(&s.stop);
+        let openings = Openings {
+            texts: request
+                .openings
+                .iter()
+                .map(|o| o.as_bytes().to_vec())
+                .collect(),
+        };
+        let mut written: Vec<u8> = Vec::new(); // what the completion's tokens write
 
         let mut weights = self.weights.lock().map_err(|_| poisoned())?;
         let mut logits = self.forward(&mut weights, &ids, 0)?;
@@ -258,6 +266,9 @@ impl Inner {
         let mut shown = 0; // bytes of the decoded completion already emitted
         let mut finish = FinishReason::Length;
         while generated.len() < budget {
+            if let Some(allowed) = openings.allowed(&written, &self.tokenizer.token_bytes) {
+                logits = only(&logits, &allowed);
+            }
             let next = Tensor::new(logits.as_slice(), &Device::Cpu)
                 .and_then(|l| sampler.sample(&l))
                 .map_err(compute)?;
@@ -266,6 +277,9 @@ impl Inner {
                 break;
             }
             generated.push(next);
+            if let Some(bytes) = self.tokenizer.token_bytes.get(next as usize) {
+                written.extend_from_slice(bytes);
+            }
             let text = self
                 .tokenizer
                 .decode(&generated)
@@ -307,6 +321,49 @@ impl Inner {
     }
 }
 
+/// The openings a completion must start with (`ChatRequest::openings`), as bytes. Checked
+/// on text, not on one tokenization: a token may end past an opening (`",` after an id
+/// opening that ends with `"`), so the model writes the opening the way it would tokenize it.
+struct Openings {
+    texts: Vec<Vec<u8>>,
+}
+
+impl Openings {
+    /// The tokens (by the bytes each writes) that keep `written` on the way to an opening;
+    /// `None` when the completion is free: no openings, or one already written in full.
+    fn allowed(&self, written: &[u8], vocab: &[Vec<u8>]) -> Option<Vec<u32>> {
+        if self.texts.iter().any(|o| written.starts_with(o)) {
+            return None;
+        }
+        let rests: Vec<&[u8]> = self
+            .texts
+            .iter()
+            .filter_map(|o| o.strip_prefix(written))
+            .collect();
+        let fits = |token: &[u8]| {
+            !token.is_empty()
+                && rests
+                    .iter()
+                    .any(|rest| rest.starts_with(token) || token.starts_with(rest))
+        };
+        let allowed: Vec<u32> = (0..vocab.len() as u32)
+            .filter(|&id| fits(&vocab[id as usize]))
+            .collect();
+        (!allowed.is_empty()).then_some(allowed)
+    }
+}
+
+/// `logits` with every token but `allowed` ruled out.
+fn only(logits: &[f32], allowed: &[u32]) -> Vec<f32> {
+    let mut masked = vec![f32::NEG_INFINITY; logits.len()];
+    for &token in allowed {
+        if let Some(&logit) = logits.get(token as usize) {
+            masked[token as usize] = logit;
+        }
+    }
+    masked
+}
+
 impl ChatModel for LocalModel {
     fn id(&self) -> &str {
         &self.id
@@ -337,5 +394,37 @@ fn run(model: LocalModel, request: ChatRequest, tx: Sender) {
     let result = model.generate(&request, &mut |delta| tx.send(Ok(delta)));
     if let Err(e) = result {
         tx.send(Err(e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openings_allow_tokens_that_write_on_towards_one_or_past_its_end() {
+        let vocab: Vec<Vec<u8>> = ["{", "\"", "id", "\",", "idx", "x", ""]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
+        let openings = Openings {
+            texts: vec![b"{\"id\"".to_vec(), b"x".to_vec()],
+        };
+        assert_eq!(openings.allowed(b"", &vocab), Some(vec![0, 5]));
+        assert_eq!(openings.allowed(b"{", &vocab), Some(vec![1]));
+        assert_eq!(openings.allowed(b"{\"", &vocab), Some(vec![2]));
+        // `",` ends past the opening: allowed, as the model would write it.
+        assert_eq!(openings.allowed(b"{\"id", &vocab), Some(vec![1, 3]));
+        assert_eq!(openings.allowed(b"{\"id\",", &vocab), None);
+        assert_eq!(openings.allowed(b"xyz", &vocab), None);
+        assert_eq!(Openings { texts: vec![] }.allowed(b"", &vocab), None);
+    }
+
+    #[test]
+    fn masked_logits_keep_only_allowed_tokens() {
+        let masked = only(&[0.5, 2.0, -1.0, 3.0], &[0, 2, 7]);
+        assert_eq!(masked[0], 0.5);
+        assert_eq!(masked[2], -1.0);
+        assert!(masked[1].is_infinite() && masked[3].is_infinite());
     }
 }

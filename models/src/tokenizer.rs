@@ -26,6 +26,27 @@ pub struct GgufTokenizer {
     pub tokenizer: Tokenizer,
     /// Tokens that end a turn: the file's end-of-sequence token, and ChatML's `<|im_end|>`.
     pub stop_ids: Vec<u32>,
+    /// The bytes each token writes, by id; empty for special tokens (they write no text).
+    pub token_bytes: Vec<Vec<u8>>,
+}
+
+/// The bytes a byte-level BPE token stands for: GPT-2 writes each byte as one character,
+/// printable Latin-1 bytes as themselves and the rest as U+0100 onwards in byte order.
+/// `None` for a character outside that alphabet.
+fn byte_level_bytes(token: &str) -> Option<Vec<u8>> {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || b >= 174;
+    let shifted: Vec<u8> = (0..=255u32)
+        .filter(|&b| !printable(b))
+        .map(|b| b as u8)
+        .collect();
+    token
+        .chars()
+        .map(|c| match c as u32 {
+            b if b <= 255 && printable(b) => Some(b as u8),
+            b if b >= 256 => shifted.get((b - 256) as usize).copied(),
+            _ => None,
+        })
+        .collect()
 }
 
 fn meta<'a>(content: &'a Content, key: &str) -> Result<&'a Value, LoadError> {
@@ -114,9 +135,18 @@ impl GgufTokenizer {
         }
         stop_ids.sort_unstable();
         stop_ids.dedup();
+        let token_bytes = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match types.get(i) {
+                Some(&CONTROL | &USER_DEFINED) => Vec::new(),
+                _ => byte_level_bytes(t).unwrap_or_default(),
+            })
+            .collect();
         Ok(Self {
             tokenizer,
             stop_ids,
+            token_bytes,
         })
     }
 

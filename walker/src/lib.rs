@@ -8,6 +8,7 @@
 //! HTTP client, so its tests run in milliseconds with scripted fakes.
 
 mod answer;
+mod budget;
 mod control;
 mod event;
 pub mod graph;
@@ -19,6 +20,7 @@ pub mod memory;
 pub mod passages;
 pub mod prompt;
 pub mod reply;
+mod roam;
 mod run;
 mod single;
 mod strategy;
@@ -34,6 +36,7 @@ pub use answer::{Answer, Cost, Termination};
 pub use control::{Control, CycleReport, PauseFn, Steer};
 pub use event::{Event, Sink};
 pub use memory::Memory;
+pub use roam::{Opened, Roam};
 pub use single::Single;
 pub use strategy::{
     by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,

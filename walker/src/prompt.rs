@@ -14,6 +14,11 @@ pub const READ_USER: &str = include_str!("../prompts/read.user.md");
 pub const TOC_SYSTEM: &str = include_str!("../prompts/toc.system.md");
 pub const TOC_USER: &str = include_str!("../prompts/toc.user.md");
 
+/// A navigation turn of `roam`: the outline with open sections in, `expand_sections` or
+/// `answer` out.
+pub const ROAM_SYSTEM: &str = include_str!("../prompts/roam.system.md");
+pub const ROAM_USER: &str = include_str!("../prompts/roam.user.md");
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

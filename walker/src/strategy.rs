@@ -66,7 +66,7 @@ impl StrategyError {
 pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
 
 /// The strategies this build can run (`actions` needs an API: see [`by_name`]).
-pub const AVAILABLE: [&str; 4] = ["walk", "single", "toc", "actions"];
+pub const AVAILABLE: [&str; 5] = ["walk", "single", "roam", "toc", "actions"];
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
 #[derive(Debug, Clone, Default)]
@@ -111,6 +111,16 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
                 toc.k = k;
             }
             Ok(Box::new(toc))
+        }
+        "roam" => {
+            let mut roam = crate::Roam::default();
+            if let Some(k) = options.k {
+                roam.k = k;
+            }
+            if let Some(max_cycles) = options.max_cycles {
+                roam.max_turns = max_cycles;
+            }
+            Ok(Box::new(roam))
         }
         "actions" => Err(UnknownStrategy::NeedsApi),
         other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),

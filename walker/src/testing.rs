@@ -237,6 +237,39 @@ pub fn markdown_index(files: &[(&str, &str)]) -> TestIndex {
     TestIndex { _dir: dir, index }
 }
 
+/// A made-up annual report with two levels of headings under its title.
+pub const REPORT: &str = "# Harbor Cooperative Annual Report 2023
+
+## Finances
+
+### Revenue
+
+Revenue rose to 4.2 million crowns, driven by the northern route.
+
+### Costs
+
+Fuel costs fell by 12 percent after the fleet was renewed.
+
+## Fleet
+
+### Vessels
+
+The cooperative operates nine vessels; the newest is the Marta Lind.
+
+### Crew
+
+Crews work two-week rotations and train every spring.
+
+## Outlook
+
+The board expects to open a southern route in 2025.
+";
+
+/// An index of [`REPORT`] as `report.md`.
+pub fn report_index() -> TestIndex {
+    markdown_index(&[("report.md", REPORT)])
+}
+
 /// The section headed `heading` (the first one, in any document): its id, and its first
 /// chunk when it has text of its own.
 pub fn section_of(

@@ -18,7 +18,7 @@ use crate::prompt;
 use crate::reply::Reply;
 use crate::run::{Answered, Run};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
-use crate::{dot, Sink};
+use crate::{budget, Sink};
 
 /// The most tokens the pick may take: a handful of ids, or a one-line reply.
 const PICK_MAX_TOKENS: usize = 120;
@@ -207,17 +207,28 @@ impl Toc {
         &self,
         run: &mut Run<'_>,
         question: &str,
-        toc: &str,
+        toc: &[Entry],
     ) -> Result<Pick, StrategyError> {
+        let contents = render(run.env.index.documents(), toc);
         let max = self.max_sections.to_string();
         let system = prompt::render(prompt::TOC_SYSTEM, &[("max", max.as_str())]);
-        let user = prompt::render(prompt::TOC_USER, &[("toc", toc), ("question", question)]);
+        let user = prompt::render(
+            prompt::TOC_USER,
+            &[("toc", contents.as_str()), ("question", question)],
+        );
         let request = ChatRequest {
             messages: vec![Message::system(system.trim()), Message::user(user)],
             sampling: Sampling {
                 max_tokens: PICK_MAX_TOKENS,
                 ..Sampling::default()
             },
+            // The first id is one of the table's (the rest are read as written), or the pick
+            // is empty, or a direct reply.
+            openings: toc
+                .iter()
+                .map(|e| format!(r#"{{"sections": ["{}""#, e.id))
+                .chain([r#"{"sections": []"#.into(), r#"{"reply": "#.into()])
+                .collect(),
             ..ChatRequest::default()
         };
         let completion = run.chat(1, "pick", request, false).await?;
@@ -266,69 +277,6 @@ impl Toc {
             }
         }
     }
-
-    /// The chunks of the picked sections, in pick order: those shown (within the budget, at
-    /// least one), and all of them. A section that fits is shown whole; the first that does
-    /// not shows its passages nearest the question that fit (in document order), and ends
-    /// what is shown.
-    fn gather(
-        &self,
-        run: &Run<'_>,
-        picked: &[&Entry],
-        question: &[f32],
-    ) -> (Vec<ChunkId>, Vec<ChunkId>) {
-        let index = run.env.index;
-        let tokens_of = |row: usize| {
-            let text = index.chunk(row).text();
-            run.env
-                .embedder
-                .count_tokens(text)
-                .unwrap_or(text.len() / 4)
-        };
-        let mut all: Vec<ChunkId> = Vec::new();
-        let mut shown: Vec<ChunkId> = Vec::new();
-        let mut used = 0;
-        let mut full = false;
-        for entry in picked {
-            // (id, row, tokens) of the section's chunks not listed yet.
-            let chunks: Vec<(ChunkId, usize, usize)> =
-                subtree_chunks(&index.documents()[entry.doc], entry.section)
-                    .into_iter()
-                    .filter(|id| !all.contains(id))
-                    .filter_map(|id| index.row_of(id).map(|row| (id, row, tokens_of(row))))
-                    .collect();
-            all.extend(chunks.iter().map(|c| c.0));
-            if full {
-                continue;
-            }
-            let total: usize = chunks.iter().map(|c| c.2).sum();
-            if used + total <= self.budget_tokens {
-                shown.extend(chunks.iter().map(|c| c.0));
-                used += total;
-                continue;
-            }
-            let score = |c: &(ChunkId, usize, usize)| dot(index.vector(c.1), question);
-            let mut nearest: Vec<usize> = (0..chunks.len()).collect();
-            nearest.sort_by(|&a, &b| score(&chunks[b]).total_cmp(&score(&chunks[a])));
-            let mut take = vec![false; chunks.len()];
-            for i in nearest {
-                let first = shown.is_empty() && !take.contains(&true);
-                if first || used + chunks[i].2 <= self.budget_tokens {
-                    take[i] = true;
-                    used += chunks[i].2;
-                }
-            }
-            shown.extend(
-                chunks
-                    .iter()
-                    .zip(&take)
-                    .filter(|(_, &t)| t)
-                    .map(|(c, _)| c.0),
-            );
-            full = true;
-        }
-        (shown, all)
-    }
 }
 
 impl Strategy for Toc {
@@ -360,8 +308,7 @@ impl Strategy for Toc {
                 let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
-            let text = render(env.index.documents(), &toc);
-            let ids = match self.pick(&mut run, question, &text).await? {
+            let ids = match self.pick(&mut run, question, &toc).await? {
                 Pick::Reply(reply) => {
                     run.note(
                         1,
@@ -421,7 +368,12 @@ impl Strategy for Toc {
                 .map(|e| format!("{} {}", e.id, e.heading))
                 .collect();
             run.note(1, format!("sections picked: {}", headings.join("; ")));
-            let (shown, all) = self.gather(&run, &picked, &question_vector);
+            let index = env.index;
+            let groups: Vec<Vec<ChunkId>> = picked
+                .iter()
+                .map(|e| subtree_chunks(&index.documents()[e.doc], e.section))
+                .collect();
+            let (shown, all) = budget::fit(&run, &groups, &question_vector, self.budget_tokens);
             if shown.len() < all.len() {
                 run.note(
                     1,

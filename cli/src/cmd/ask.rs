@@ -44,7 +44,14 @@ use walkrag_walker::{
 ///           answered without the documents; a pick of nothing answers "not found". When
 ///           the headings are too many (over 150), deeper levels are left out, then only
 ///           the documents of the question's best k passages are shown.
-///   roam and docs are part of the command-line contract and arrive later.
+///   roam    the model reads the documents as an outline (the top sections with the
+///           start of their text, deeper ones closed, each after its section id) and
+///           opens up to 5 sections at once; their text appears in place, and it opens
+///           more or says it can answer (at most --max-cycles turns, default 3). The
+///           open sections' text, within 1,200 tokens (least recently used closed
+///           first), is what it answers from; "not found" lists the sections read. With
+///           `walkrag chat --strategy roam` sections stay open between questions.
+///   docs is part of the command-line contract and arrives later.
 ///
 /// Exit code 1 when the model concludes the documents do not answer the question (actions:
 /// when the request was not carried out, e.g. a question was asked or it was declined).
@@ -61,7 +68,7 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single, toc, actions (roam and docs are still to come).
+    /// Retrieval strategy: walk, single, roam, toc, actions (docs is still to come).
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
@@ -331,7 +338,7 @@ impl Human {
         }
     }
 
-    fn finish(&self, answer: &Answer, index: &Index) -> anyhow::Result<()> {
+    pub(crate) fn finish(&self, answer: &Answer, index: &Index) -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         if !answer.text.ends_with('\n') {
             writeln!(out)?;

@@ -1,5 +1,6 @@
 //! `walkrag chat`: talk to any chat model, streaming; a quick way to check a model works.
-//! With `--strategy actions`, a conversation that carries out requests with an indexed API.
+//! With `--strategy actions`, a conversation that carries out requests with an indexed API;
+//! with `--strategy roam`, questions about the index whose opened sections stay open.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{Answer, Env, Event, SearchParams};
+use walkrag_walker::{Answer, Env, Event, Roam, SearchParams, Strategy};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
 /// --prompt. Answers stream as they are generated.
@@ -26,11 +27,16 @@ use walkrag_walker::{Answer, Env, Event, SearchParams};
 /// conversation, a question for a missing input is answered by the next message, and every
 /// change is confirmed on the terminal first (--yes confirms all; --dry-run sends nothing).
 ///
+/// With --strategy roam, each message is a question about the index, answered by opening
+/// sections of its outline (see `walkrag ask --help`); the sections opened stay open for
+/// the follow-up questions, and past a 1,200-token budget the least recently used close.
+///
 /// Examples:
 ///   walkrag chat --prompt "What is the capital of France?"
 ///   walkrag chat --model local:smollm2-135m
 ///   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 walkrag chat --model openai:any
 ///   walkrag chat --strategy actions --base-url http://localhost:8080/api
+///   walkrag chat --strategy roam --index report.walkrag
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -55,16 +61,17 @@ pub struct Args {
     /// Print token counts and speed after each answer (on stderr).
     #[arg(long, short)]
     verbose: bool,
-    /// `actions`: carry out requests with an API whose spec is in the index.
+    /// `actions`: carry out requests with an API whose spec is in the index; `roam`: answer
+    /// questions about the index, keeping opened sections open.
     #[arg(long)]
     strategy: Option<String>,
-    /// Index directory (--strategy actions).
+    /// Index directory (--strategy actions, roam).
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Embedding model [default: the one the index was built with] (--strategy actions).
+    /// Embedding model [default: the one the index was built with] (--strategy actions, roam).
     #[arg(long)]
     embedder: Option<String>,
-    /// One JSON event per line, each turn ending with its answer line (--strategy actions).
+    /// One JSON event per line, each turn ending with its answer line (--strategy actions, roam).
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -75,8 +82,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.strategy.as_deref() {
         None => {}
         Some("actions") => return run_actions(args),
+        Some("roam") => return run_roam(args),
         Some(other) => bail!(
-            "chat takes --strategy actions; {other:?} answers one question at a time: \
+            "chat takes --strategy actions or roam; {other:?} answers one question at a time: \
              walkrag ask QUESTION --strategy {other}"
         ),
     }
@@ -181,20 +189,27 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let mut conversation = Conversation::new();
-    let turn = |request: &str, conversation: &mut Conversation| -> anyhow::Result<Answer> {
+    let intro = format!(
+        "carrying out requests with {} through {}",
+        strategy
+            .apis()
+            .iter()
+            .map(|api| api.catalog.title.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        model.id()
+    );
+    converse(&args, &intro, &mut |request: &str| {
         let answer = if args.json {
             let mut sink = |event: Event| print_json(&event);
-            runtime.block_on(strategy.turn(conversation, request, env, &mut sink))?
+            runtime.block_on(strategy.turn(&mut conversation, request, env, &mut sink))?
         } else {
             let mut human = super::ask::Human::default();
             let mut sink = |event: Event| human.show(event);
-            runtime.block_on(strategy.turn(conversation, request, env, &mut sink))?
+            runtime.block_on(strategy.turn(&mut conversation, request, env, &mut sink))?
         };
         if args.json {
-            print_json(&super::ask::AnswerLine {
-                r#type: "answer",
-                answer: &answer,
-            });
+            print_answer_json(&answer);
         } else {
             println!();
             if args.verbose {
@@ -209,9 +224,58 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Ok(answer)
+    })
+}
+
+/// `--strategy roam`: each line is a question about the index; the sections opened stay
+/// open for the next one, within the strategy's token budget.
+fn run_roam(args: Args) -> anyhow::Result<ExitCode> {
+    let (index, embedder) =
+        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
+    let strategy = Roam::conversation();
+    let env = Env {
+        index: &index,
+        embedder: &embedder,
+        model: model.as_ref(),
+        search: SearchParams::default(),
     };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let intro = format!(
+        "roaming {} document{} with {}; open sections stay open between questions",
+        index.documents().len(),
+        if index.documents().len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        model.id()
+    );
+    converse(&args, &intro, &mut |question: &str| {
+        if args.json {
+            let mut sink = |event: Event| print_json(&event);
+            let answer = runtime.block_on(strategy.run(question, env, &mut sink))?;
+            print_answer_json(&answer);
+            Ok(answer)
+        } else {
+            let mut human = super::ask::Human::default();
+            let mut sink = |event: Event| human.show(event);
+            let answer = runtime.block_on(strategy.run(question, env, &mut sink))?;
+            human.finish(&answer, &index)?;
+            Ok(answer)
+        }
+    })
+}
+
+/// A conversation of `turn`s: the --prompt message alone (exit code 1 when it was not
+/// answered or carried out), or one message per line of stdin until it ends.
+fn converse(
+    args: &Args,
+    intro: &str,
+    turn: &mut dyn FnMut(&str) -> anyhow::Result<Answer>,
+) -> anyhow::Result<ExitCode> {
     if let Some(prompt) = &args.prompt {
-        let answer = turn(prompt, &mut conversation)?;
+        let answer = turn(prompt)?;
         return Ok(if answer.found {
             ExitCode::SUCCESS
         } else {
@@ -220,16 +284,7 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
     }
     let interactive = std::io::stdin().is_terminal();
     if interactive {
-        eprintln!(
-            "carrying out requests with {} through {} — one line per message, Ctrl-D to leave",
-            strategy
-                .apis()
-                .iter()
-                .map(|api| api.catalog.title.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            model.id()
-        );
+        eprintln!("{intro} — one line per message, Ctrl-D to leave");
     }
     let stdin = std::io::stdin();
     loop {
@@ -245,9 +300,16 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
         if line.is_empty() {
             continue;
         }
-        turn(line, &mut conversation)?;
+        turn(line)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_answer_json(answer: &Answer) {
+    print_json(&super::ask::AnswerLine {
+        r#type: "answer",
+        answer,
+    });
 }
 
 /// One JSON object on its own line of stdout (a closed stdout ends the output quietly).

@@ -169,7 +169,7 @@ fn ask_streams_events_and_writes_the_trace() {
     );
 
     // Strategies of the contract that are not built yet are refused clearly.
-    let out = walkrag(dir, &["ask", "x", "--strategy", "roam", "--model", MODEL]);
+    let out = walkrag(dir, &["ask", "x", "--strategy", "docs", "--model", MODEL]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("not in this version yet"),
@@ -348,4 +348,107 @@ fn toc_picks_sections_of_a_markdown_report() {
     // An answer from sections ranks their passages; the others rank nothing.
     let ranked = last["ranked"].as_array().unwrap();
     assert_eq!(termination == "single_pass", !ranked.is_empty(), "{last}");
+}
+
+#[test]
+fn roam_opens_sections_of_a_markdown_report_and_keeps_them_open_in_chat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let report = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/report.md");
+    std::fs::copy(report, dir.join("report.md")).unwrap();
+    let out = walkrag(dir, &["index", "report.md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "How much did the creamery's energy use fall?",
+            "--strategy",
+            "roam",
+            "--model",
+            MODEL,
+            "--json",
+            "--trace",
+            "roam.json",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "answer");
+    let termination = last["termination"].as_str().unwrap();
+    assert!(
+        ["sufficient", "nothing_new", "max_cycles"].contains(&termination),
+        "{last}"
+    );
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("roam.json")).unwrap()).unwrap();
+    let steps = trace["steps"].as_array().unwrap();
+    let first = steps
+        .iter()
+        .find(|s| s["step"] == "llm" && s["purpose"] == "navigate")
+        .expect("a navigation turn");
+    // The outline shows the chapters with the start of their text, deeper sections closed.
+    let outline = first["messages"][1]["content"].as_str().unwrap();
+    assert!(outline.contains("] Operations"), "{outline}");
+    assert!(
+        outline.contains("] The creamery (closed, 2 more inside)"),
+        "{outline}"
+    );
+    // The real model's first move is one the protocol allows: an id shown, or the answer.
+    let completion = first["completion"].as_str().unwrap();
+    assert!(
+        completion.starts_with(r#"{"action": "answer""#)
+            || completion.starts_with(r#"{"action": "expand_sections", "ids": [""#),
+        "{completion}"
+    );
+    if completion.contains("expand_sections") {
+        assert!(steps.iter().any(|s| s["step"] == "retrieve"
+            && s["query"].as_str().unwrap().starts_with("expand_sections ")));
+    }
+
+    // chat: two questions, two answers; the second starts with the first's open sections.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .args(["chat", "--strategy", "roam", "--model", MODEL, "--json"])
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"How much did energy use fall?\nAnd water use?\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let turns: Vec<&[Value]> = events.split_inclusive(|v| v["type"] == "answer").collect();
+    assert_eq!(turns.len(), 2, "{}", stdout(&out));
+    let opened_first: Vec<&str> = turns[0]
+        .iter()
+        .filter(|e| e["type"] == "retrieved")
+        .filter_map(|e| e["query"].as_str()?.strip_prefix("expand_sections "))
+        .flat_map(|ids| ids.split(' '))
+        .collect();
+    if !opened_first.is_empty() {
+        let kept = turns[1]
+            .iter()
+            .find_map(|e| {
+                e["message"]
+                    .as_str()?
+                    .strip_prefix("open from earlier questions: ")
+            })
+            .expect("the follow-up says what is still open");
+        for id in opened_first {
+            assert!(kept.contains(&format!("[{id}]")), "{id} in {kept}");
+        }
+    }
 }

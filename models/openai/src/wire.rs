@@ -222,6 +222,7 @@ mod tests {
                 description: "Searches.".into(),
                 parameters: json!({"type": "object"}),
             }],
+            openings: Vec::new(),
         };
         assert_eq!(
             wire(&request),

@@ -118,6 +118,54 @@ fn greedy_generation_is_deterministic() {
     assert_eq!(again, first);
 }
 
+#[test]
+fn a_completion_opens_with_the_opening_the_model_prefers_then_goes_on_freely() {
+    let m = model(MODELS[0]);
+    let (system, user) = ("You are a helpful assistant.", "Say hello to the user.");
+    let openings = ["Zebra says:", "Quokka says:"];
+    // The model's own preference: the best first token that writes the start of an opening
+    // (the two share no first byte, so that token decides).
+    let prompt = m
+        .tokenizer()
+        .encode(&m.render(&[Message::system(system), Message::user(user)]));
+    let logits = m.session().unwrap().forward(&prompt.unwrap(), 0).unwrap();
+    let best = |opening: &str| {
+        let vocab = &m.tokenizer().token_bytes;
+        (0..vocab.len())
+            .filter(|&id| !vocab[id].is_empty() && opening.as_bytes().starts_with(&vocab[id]))
+            .map(|id| logits[id])
+            .fold(f32::NEG_INFINITY, f32::max)
+    };
+    let preferred = if best(openings[0]) >= best(openings[1]) {
+        openings[0]
+    } else {
+        openings[1]
+    };
+    let mut req = request(system, user, 24);
+    req.openings = openings.iter().map(|o| o.to_string()).collect();
+    let mut text = String::new();
+    m.generate(&req, &mut |d| {
+        if let Delta::Text { text: t } = d {
+            text.push_str(&t);
+        }
+        true
+    })
+    .unwrap();
+    assert!(
+        text.starts_with(preferred),
+        "{text:?} opens with {preferred:?}"
+    );
+    assert!(
+        text.len() > preferred.len() + 2,
+        "goes on after the opening: {text:?}"
+    );
+    let (_, free) = greedy_ids(MODELS[0], system, user, 24);
+    assert!(
+        !free.starts_with(preferred),
+        "the opening was forced, not chosen: {free:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_deltas_add_up_to_the_whole_answer() {
     let m = model(MODELS[0]);

@@ -17,8 +17,16 @@ fn token_ids_match_llama_cpp_for_every_golden_text() {
                     g["id"]
                 ));
             }
-            // Byte-level BPE loses nothing: decoding gives the text back.
+            // Byte-level BPE loses nothing: decoding gives the text back, and so do the
+            // tokens' own bytes end to end (what constrained openings check against).
             assert_eq!(tokenizer.decode(&got).unwrap(), text, "{name} {}", g["id"]);
+            if !text.contains("<|") {
+                let bytes: Vec<u8> = got
+                    .iter()
+                    .flat_map(|&id| tokenizer.token_bytes[id as usize].clone())
+                    .collect();
+                assert_eq!(bytes, text.as_bytes(), "{name} {}", g["id"]);
+            }
         }
         assert!(
             wrong.is_empty(),

@@ -3,6 +3,7 @@
 
 mod html;
 mod memory;
+mod roam;
 mod single;
 mod toc;
 mod walk;

@@ -2,38 +2,10 @@
 
 use expect_test::expect_file;
 use walkrag_walker::testing::{
-    block_on, collect, env, markdown_index, render_request, section_of, ScriptedChatModel,
-    TestIndex, Turn,
+    block_on, collect, env, markdown_index, render_request, report_index as report, section_of,
+    ScriptedChatModel, TestIndex, Turn, REPORT,
 };
 use walkrag_walker::{Answer, Event, Step, Strategy, Termination, Toc};
-
-/// A made-up annual report with two levels of headings under its title.
-const REPORT: &str = "# Harbor Cooperative Annual Report 2023
-
-## Finances
-
-### Revenue
-
-Revenue rose to 4.2 million crowns, driven by the northern route.
-
-### Costs
-
-Fuel costs fell by 12 percent after the fleet was renewed.
-
-## Fleet
-
-### Vessels
-
-The cooperative operates nine vessels; the newest is the Marta Lind.
-
-### Crew
-
-Crews work two-week rotations and train every spring.
-
-## Outlook
-
-The board expects to open a southern route in 2025.
-";
 
 /// Runs `toc` on `question`, dropping the events.
 fn ask(toc: &Toc, t: &TestIndex, model: &ScriptedChatModel, question: &str) -> Answer {
@@ -43,10 +15,6 @@ fn ask(toc: &Toc, t: &TestIndex, model: &ScriptedChatModel, question: &str) -> A
         &mut collect(&mut Vec::new()),
     ))
     .unwrap()
-}
-
-fn report() -> TestIndex {
-    markdown_index(&[("report.md", REPORT)])
 }
 
 #[test]

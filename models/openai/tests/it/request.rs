@@ -36,6 +36,8 @@ async fn the_request_carries_model_messages_sampling_tools_and_the_key() {
             description: "Searches the index.".into(),
             parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
         }],
+        // The chat API has no way to force an opening: it is not sent.
+        openings: vec!["{\"answer\"".into()],
     };
 
     let items = collect(&model(config), request).await;
