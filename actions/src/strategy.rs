@@ -48,6 +48,11 @@ use crate::validate::Invalid;
 pub const SYSTEM_PROMPT: &str = include_str!("../prompts/system.md");
 /// The system prompt for tool-calling models.
 pub const TOOLS_PROMPT: &str = include_str!("../prompts/tools.md");
+/// The pick that starts a request for models without native tools: one operation id.
+pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
+
+/// The most tokens a pick may take: one short object.
+const PICK_MAX_TOKENS: usize = 30;
 
 /// One API the strategy can call: its operations (credential inputs removed) and the
 /// executor that sends them.
@@ -217,6 +222,13 @@ impl Actions {
         };
         conversation.messages.push(Message::user(message));
 
+        // Models without native tools first pick one operation of those found, in a prompt
+        // of its own; their first turn then calls it (or, on a pick of none, acts freely).
+        let mut picked = match &pending {
+            None if !tools => self.pick(&mut run, conversation, &found, request).await?,
+            _ => None,
+        };
+
         let mut invalid_in_row = 0;
         let mut finds = 0;
         let mut carried_out = false;
@@ -226,7 +238,9 @@ impl Actions {
                 let text = summary(&tally.done, "Stopped before the request was carried out.");
                 return Ok(run.finish(text, carried_out, Termination::Stopped, turn - 1));
             }
-            let calls = self.ask_model(&mut run, conversation, turn, tools).await?;
+            let calls = self
+                .ask_model(&mut run, conversation, turn, tools, picked.take())
+                .await?;
             let mut ended: Option<(String, Termination)> = None;
             for call in calls {
                 if ended.is_some() {
@@ -512,13 +526,70 @@ impl Actions {
         Ok(operations)
     }
 
-    /// One model turn: the conversation in, the actions it asked for out.
+    /// The pick: which one of the operations available (those just `found` first) carries
+    /// out `request`, as an id the model is held to where it can be (local models); `None`
+    /// when it picks none.
+    async fn pick(
+        &self,
+        run: &mut Run<'_>,
+        conversation: &Conversation,
+        found: &[String],
+        request: &str,
+    ) -> Result<Option<String>, StrategyError> {
+        let mut ids: Vec<String> = found.to_vec();
+        for id in conversation.available() {
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
+        }
+        let request = ChatRequest {
+            messages: vec![
+                Message::system(PICK_PROMPT.trim()),
+                Message::user(format!(
+                    "Operations:\n\n{}\n\nRequest: {request}",
+                    self.cards(&ids)
+                )),
+            ],
+            sampling: Sampling {
+                max_tokens: PICK_MAX_TOKENS,
+                stop: vec!["}".into()],
+                ..Sampling::default()
+            },
+            openings: ids
+                .iter()
+                .map(String::as_str)
+                .chain(["none"])
+                .map(|id| format!(r#"{{"operation_id": {}"#, Value::from(id)))
+                .collect(),
+            ..ChatRequest::default()
+        };
+        let completion = run.chat(1, "pick", request, &self.control).await?;
+        let text = completion.text.trim();
+        let picked = ids
+            .iter()
+            .find(|id| text.contains(&format!("\"{id}\"")))
+            .cloned();
+        run.record_action(ActionStep {
+            cycle: 1,
+            action: "pick".into(),
+            operation_id: picked.clone(),
+            text: Some(text.to_string()),
+            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
+            ..ActionStep::default()
+        });
+        Ok(picked)
+    }
+
+    /// One model turn: the conversation in, the actions it asked for out. With `picked`
+    /// (models without native tools), the turn calls that operation: the model writes its
+    /// inputs.
     async fn ask_model(
         &self,
         run: &mut Run<'_>,
         conversation: &mut Conversation,
         turn: usize,
         tools: bool,
+        picked: Option<String>,
     ) -> Result<Vec<ModelCall>, StrategyError> {
         let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
         let mut messages = vec![Message::system(system.trim())];
@@ -543,11 +614,14 @@ impl Actions {
             ChatRequest {
                 messages,
                 sampling,
-                openings: openings(&conversation.available),
+                openings: match &picked {
+                    Some(id) => vec![execute_opening(id)],
+                    None => openings(&conversation.available),
+                },
                 ..ChatRequest::default()
             }
         };
-        let completion = run.chat(turn, request, &self.control).await?;
+        let completion = run.chat(turn, "act", request, &self.control).await?;
         let lookup = |id: &str| self.lookup(id).map(|(action, _)| action);
         let calls = if tools {
             calls_of_tools(&completion, &lookup)
@@ -1149,16 +1223,19 @@ fn calls_of_tools<'a>(
 /// on the cards. A local model can then not write an operation id that does not exist; its
 /// preference among the real ones decides.
 fn openings(available: &[String]) -> Vec<String> {
-    let execute = available.iter().map(|id| {
-        format!(
-            r#"{{"action": "execute_action", "operation_id": {}"#,
-            Value::from(id.as_str())
-        )
-    });
+    let execute = available.iter().map(|id| execute_opening(id));
     let built_in = ["find_actions", "ask_user", "respond"]
         .iter()
         .map(|name| format!(r#"{{"action": "{name}""#));
     execute.chain(built_in).collect()
+}
+
+/// How a call of operation `id` opens.
+fn execute_opening(id: &str) -> String {
+    format!(
+        r#"{{"action": "execute_action", "operation_id": {}"#,
+        Value::from(id)
+    )
 }
 
 fn tool_defs(available: &[String]) -> Vec<ToolDef> {
@@ -1466,11 +1543,19 @@ impl<'s> Run<'s> {
     async fn chat(
         &mut self,
         cycle: usize,
+        purpose: &str,
         request: ChatRequest,
         control: &Control,
     ) -> Result<Completion, ChatError> {
-        let (result, call) =
-            llm::call(self.env.model, cycle, "act", request, control, &mut |_| {}).await;
+        let (result, call) = llm::call(
+            self.env.model,
+            cycle,
+            purpose,
+            request,
+            control,
+            &mut |_| {},
+        )
+        .await;
         self.trace.steps.push(Step::Llm(call));
         if let Ok(out) = &result {
             self.cost.add_call(out.usage);

@@ -204,8 +204,10 @@ fn parse_move(text: &str) -> Move {
             .iter()
             .find_map(|k| object.get(*k));
         match (action.as_str(), ids) {
+            // An answer naming sections asks for them: ids are where to look.
+            (_, Some(ids)) if !ids_in(ids).is_empty() => return Move::Expand(ids_in(ids)),
             ("answer" | "done" | "respond", _) => return Move::Answer,
-            (_, Some(ids)) => return Move::Expand(ids_in(ids)),
+            (_, Some(_)) => return Move::Expand(Vec::new()),
             _ => {}
         }
     }
@@ -484,7 +486,9 @@ impl Roam {
                 .closed
                 .iter()
                 .map(|id| format!(r#"{{"action": "expand_sections", "ids": ["{id}""#))
-                .chain([r#"{"action": "answer""#.to_string()])
+                // Whole: an answer carries nothing (a small model otherwise writes the ids
+                // it means to open into it).
+                .chain([r#"{"action": "answer"}"#.to_string()])
                 .collect();
         }
         let completion = run.chat(turn, "navigate", request, false).await?;
@@ -754,6 +758,10 @@ mod tests {
             Move::Expand(vec!["0a1b2c3d".into(), "x".into()])
         );
         assert_eq!(parse_move(r#"{"action": "answer"}"#), Move::Answer);
+        assert_eq!(
+            parse_move(r#"{"action": "answer", "ids": ["0a1b2c3d"]}"#),
+            Move::Expand(vec!["0a1b2c3d".into()])
+        );
         assert_eq!(
             parse_move("Open [0a1b2c3d] please"),
             Move::Expand(vec!["0a1b2c3d".into()])

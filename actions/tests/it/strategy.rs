@@ -31,6 +31,12 @@ fn call(operation: &str, params: Value) -> Turn {
     Turn::Reply(line.to_string())
 }
 
+/// The pick that starts a request for a model without native tools: `operation`, or
+/// `"none"`.
+fn pick(operation: &str) -> Turn {
+    Turn::Reply(json!({"operation_id": operation}).to_string())
+}
+
 fn respond(text: &str) -> Turn {
     Turn::Reply(json!({"action": "respond", "text": text}).to_string())
 }
@@ -101,11 +107,13 @@ async fn a_read_a_create_an_update_and_a_delete_are_carried_out() {
     let actions = strategy(&server, ExecutorConfig::default(), confirm);
 
     let model = ScriptedChatModel::new(vec![
+        pick("getNote"),
         call("getNote", json!({"noteId": "1"})),
         respond("Note 1 is called Shopping."),
     ]);
     let (read, events) = run(&actions, &index, &model, "Show me note 1").await;
     let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
         call(
             "createNote",
             json!({"title": "Groceries", "status": "draft"}),
@@ -120,11 +128,13 @@ async fn a_read_a_create_an_update_and_a_delete_are_carried_out() {
     )
     .await;
     let model = ScriptedChatModel::new(vec![
+        pick("replaceNote"),
         call("replaceNote", json!({"noteId": "1", "title": "Errands"})),
         respond("Note 1 is now Errands."),
     ]);
     let (updated, _) = run(&actions, &index, &model, "Rename note 1 to Errands").await;
     let model = ScriptedChatModel::new(vec![
+        pick("deleteNote"),
         call("deleteNote", json!({"noteId": "1"})),
         respond("Deleted."),
     ]);
@@ -173,7 +183,8 @@ async fn a_read_a_create_an_update_and_a_delete_are_carried_out() {
     ] {
         assert!(answer.found, "{}", answer.answer);
         assert_eq!(answer.termination, Termination::Responded);
-        assert_eq!(answer.usage.llm_calls, 2);
+        // The pick, the call, the reply.
+        assert_eq!(answer.usage.llm_calls, 3);
         let step = &executed(answer)[0];
         assert_eq!(step.confirmed, confirmed, "{step:?}");
         assert_eq!(step.status, Some(status));
@@ -208,6 +219,7 @@ async fn a_read_a_create_an_update_and_a_delete_are_carried_out() {
         [
             "retrieved",
             "find_actions:found",
+            "pick:picked",
             "execute_action:response",
             "respond:responded",
             "token"
@@ -222,7 +234,7 @@ fn model_prompt_of(answer: &Answer, n: usize) -> String {
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::Llm(call) => Some(call),
+            Step::Llm(call) if call.purpose == "act" => Some(call),
             _ => None,
         })
         .collect();
@@ -240,6 +252,7 @@ async fn a_refused_confirmation_sends_nothing() {
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysNo));
     let model = ScriptedChatModel::new(vec![
+        pick("deleteNote"),
         call("deleteNote", json!({"noteId": "1"})),
         respond("I did not delete note 1."),
     ]);
@@ -263,13 +276,16 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
     let actions = strategy(&server, ExecutorConfig::default(), confirm);
 
     // Left out by the model.
-    let model = ScriptedChatModel::new(vec![call("createNote", json!({"status": "draft"}))]);
+    let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
+        call("createNote", json!({"status": "draft"})),
+    ]);
     let (answer, _) = run(&actions, &index, &model, "Create a new draft note").await;
     assert_eq!(answer.termination, Termination::AskedUser);
     assert!(!answer.found);
     assert_eq!(
-        answer.usage.llm_calls, 1,
-        "asked without another model call"
+        answer.usage.llm_calls, 2,
+        "the pick and the call; asked without another model call"
     );
     assert!(
         answer.answer.contains("title (The note's title)"),
@@ -280,7 +296,10 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
     assert_eq!(executed(&answer)[0].outcome, "missing");
 
     // Made up by the model: the user never said which note.
-    let model = ScriptedChatModel::new(vec![call("deleteNote", json!({"noteId": "7"}))]);
+    let model = ScriptedChatModel::new(vec![
+        pick("deleteNote"),
+        call("deleteNote", json!({"noteId": "7"})),
+    ]);
     let mut conversation = Conversation::new();
     let mut events = Vec::new();
     let asked = actions
@@ -339,6 +358,7 @@ async fn unknown_operations_404s_and_500s_come_back_to_the_model() {
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let model = ScriptedChatModel::new(vec![
+        pick("none"),
         call("fetchNote", json!({"noteId": "99"})),
         call("getNote", json!({"noteId": "99"})),
         call("get_/health", json!({})),
@@ -374,6 +394,7 @@ async fn a_huge_response_is_cut_before_the_model_reads_it() {
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let model = ScriptedChatModel::new(vec![
+        pick("exportNotes"),
         call("exportNotes", json!({})),
         respond("Here is the start of the export."),
     ]);
@@ -417,6 +438,7 @@ async fn a_credential_reaches_the_server_but_no_prompt_trace_event_or_log() {
     let actions = strategy(&server, config, Arc::new(AlwaysYes));
     // The server echoes the request's headers back.
     let model = ScriptedChatModel::new(vec![
+        pick("getNote"),
         call("getNote", json!({"noteId": "echo"})),
         respond("Done."),
     ]);
@@ -458,7 +480,10 @@ async fn a_dry_run_builds_the_request_and_sends_nothing() {
         ..ExecutorConfig::default()
     };
     let actions = strategy(&server, config, confirm);
-    let model = ScriptedChatModel::new(vec![call("createNote", json!({"title": "Plans"}))]);
+    let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
+        call("createNote", json!({"title": "Plans"})),
+    ]);
 
     let (answer, _) = run(&actions, &index, &model, "Create a note titled Plans").await;
 
@@ -471,7 +496,7 @@ async fn a_dry_run_builds_the_request_and_sends_nothing() {
         answer.answer
     );
     assert!(answer.answer.contains("POST "), "{}", answer.answer);
-    assert_eq!(answer.usage.llm_calls, 1);
+    assert_eq!(answer.usage.llm_calls, 2, "the pick and the call");
     assert_eq!(seen.lock().unwrap().len(), 1, "asked as a real run would");
     let log = audit.entries();
     assert_eq!(log.len(), 1);
@@ -485,13 +510,13 @@ async fn refused_inputs_go_back_to_the_model_a_bounded_number_of_times() {
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let bad = || call("listNotes", json!({"status": "published", "limit": "many"}));
-    let model = ScriptedChatModel::new(vec![bad(), bad(), bad(), bad(), bad()]);
+    let model = ScriptedChatModel::new(vec![pick("listNotes"), bad(), bad(), bad(), bad(), bad()]);
 
     let (answer, _) = run(&actions, &index, &model, "List many published notes").await;
 
     assert_eq!(
-        answer.usage.llm_calls, 3,
-        "two corrections, then it gives up"
+        answer.usage.llm_calls, 4,
+        "the pick, two corrections, then it gives up"
     );
     assert_eq!(answer.termination, Termination::Responded);
     assert!(answer.answer.contains("could not build a valid request"));
@@ -503,21 +528,28 @@ async fn refused_inputs_go_back_to_the_model_a_bounded_number_of_times() {
 
     // Searching on and on: two searches, then refusals that count as mistakes.
     let search = || Turn::Reply(r#"{"action": "find_actions", "query": "notes"}"#.into());
-    let model = ScriptedChatModel::new((0..10).map(|_| search()).collect());
+    let model = ScriptedChatModel::new(
+        std::iter::once(pick("none"))
+            .chain((0..10).map(|_| search()))
+            .collect(),
+    );
     let (answer, _) = run(&actions, &index, &model, "Do something with notes").await;
     assert_eq!(answer.termination, Termination::Responded);
-    assert_eq!(answer.usage.llm_calls, 5, "two searches, three refused");
+    assert_eq!(
+        answer.usage.llm_calls, 6,
+        "a pick of none, two searches, three refused"
+    );
     let outcomes: Vec<String> = actions_of(&answer).into_iter().map(|a| a.outcome).collect();
     assert_eq!(
         outcomes,
-        ["found", "found", "found", "not_run", "not_run", "not_run"]
+        ["found", "none", "found", "found", "not_run", "not_run", "not_run"]
     );
     assert!(!answer.found);
 
     // Whatever the model does, a request ends within max_turns.
     let unreadable = || Turn::Reply(r#"{"action": "dance"}"#.into());
     let ask_again = || Turn::Reply(r#"{"action": "find_actions", "query": "x"}"#.into());
-    let mut turns = Vec::new();
+    let mut turns = vec![pick("none")];
     for _ in 0..5 {
         turns.push(unreadable());
         turns.push(ask_again());
@@ -525,7 +557,7 @@ async fn refused_inputs_go_back_to_the_model_a_bounded_number_of_times() {
     let model = ScriptedChatModel::new(turns);
     let (answer, _) = run(&actions, &index, &model, "Do something with notes").await;
     assert_eq!(answer.termination, Termination::MaxCycles);
-    assert_eq!(answer.usage.llm_calls, actions.max_turns);
+    assert_eq!(answer.usage.llm_calls, 1 + actions.max_turns);
     assert!(!answer.found);
 }
 
@@ -535,7 +567,12 @@ async fn a_repeated_change_is_not_sent_twice() {
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let create = || call("createNote", json!({"title": "Plans"}));
-    let model = ScriptedChatModel::new(vec![create(), create(), respond("Created.")]);
+    let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
+        create(),
+        create(),
+        respond("Created."),
+    ]);
 
     let (answer, _) = run(&actions, &index, &model, "Create a note titled Plans").await;
 
@@ -599,14 +636,18 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     // A reply before any operation is called is sent back once; the second is taken, and the
     // user is told that nothing was sent (the model's words may claim otherwise).
-    let model = ScriptedChatModel::new(vec![respond("Note deleted."), respond("Nothing to do.")]);
+    let model = ScriptedChatModel::new(vec![
+        pick("none"),
+        respond("Note deleted."),
+        respond("Nothing to do."),
+    ]);
 
     let (answer, _) = run(&actions, &index, &model, "delete a note").await;
     let steps = actions_of(&answer);
     let outcomes: Vec<&str> = steps.iter().map(|a| a.outcome.as_str()).collect();
-    assert_eq!(outcomes, ["found", "premature", "responded"]);
-    assert!(steps[1].result.starts_with("Nothing has been done yet"));
-    assert_eq!(answer.usage.llm_calls, 2);
+    assert_eq!(outcomes, ["found", "none", "premature", "responded"]);
+    assert!(steps[2].result.starts_with("Nothing has been done yet"));
+    assert_eq!(answer.usage.llm_calls, 3);
 
     let first = &answer.trace.steps[0];
     let Step::Retrieve(retrieval) = first else {
@@ -629,8 +670,18 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
         answer.answer,
         "Nothing to do.\n(No API request was made for this.)"
     );
-    let first = render_request(&model.requests.lock().unwrap()[0]);
-    expect_test::expect_file!["snapshots/first_prompt.txt"].assert_eq(&first);
+    // The pick comes first: the cards and the request, and the model held to the ids on
+    // them (or none).
+    let requests = model.requests.lock().unwrap();
+    expect_test::expect_file!["snapshots/pick_prompt.txt"].assert_eq(&render_request(&requests[0]));
+    assert!(requests[0]
+        .openings
+        .contains(&r#"{"operation_id": "deleteNote""#.to_string()));
+    assert!(requests[0]
+        .openings
+        .contains(&r#"{"operation_id": "none""#.to_string()));
+    expect_test::expect_file!["snapshots/first_prompt.txt"]
+        .assert_eq(&render_request(&requests[1]));
 }
 
 #[tokio::test]
@@ -664,6 +715,7 @@ async fn inputs_that_carry_credentials_are_never_the_models() {
     assert!(!seen.describe().contains("Api-Key"));
     let index = notes_index();
     let model = ScriptedChatModel::new(vec![
+        pick("listNotes"),
         call("listNotes", json!({"Api-Key": "made-up", "limit": 2})),
         respond("Two notes."),
     ]);
@@ -692,6 +744,7 @@ async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
         )
     };
     let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
         reworded(),
         call("createNote", json!({"title": "groceries"})),
         respond("Created."),
@@ -704,7 +757,7 @@ async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
     assert!(model_prompt_of(&answer, 1).contains("title must be the user's own words"));
 
     // Reworded again: the user is asked.
-    let model = ScriptedChatModel::new(vec![reworded(), reworded()]);
+    let model = ScriptedChatModel::new(vec![pick("createNote"), reworded(), reworded()]);
     let (answer, _) = run(&actions, &index, &model, "Create a note titled groceries").await;
     assert_eq!(answer.termination, Termination::AskedUser);
     assert_eq!(executed(&answer)[1].asked, ["title"]);

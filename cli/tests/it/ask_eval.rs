@@ -398,7 +398,7 @@ fn roam_opens_sections_of_a_markdown_report_and_keeps_them_open_in_chat() {
     // The real model's first move is one the protocol allows: an id shown, or the answer.
     let completion = first["completion"].as_str().unwrap();
     assert!(
-        completion.starts_with(r#"{"action": "answer""#)
+        completion.starts_with(r#"{"action": "answer"}"#)
             || completion.starts_with(r#"{"action": "expand_sections", "ids": [""#),
         "{completion}"
     );

@@ -23,6 +23,11 @@ fn catalog() -> Catalog {
     Catalog::parse(&fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The pick that starts each request: `operation`, or `"none"`.
+fn pick(operation: &str) -> Turn {
+    Turn::Reply(json!({"operation_id": operation}).to_string())
+}
+
 fn call(operation: &str, params: Value) -> Turn {
     let line = json!({"action": "execute_action", "operation_id": operation, "params": params});
     Turn::Reply(line.to_string())
@@ -59,12 +64,16 @@ fn each_metric_counts_what_it_says_and_nothing_is_sent_unconfirmed() {
     let out = dir.path().join("out");
     let model = ScriptedChatModel::new(vec![
         // r1: right operation and value (a dry run ends at the first complete request).
+        pick("getNote"),
         call("getNote", json!({"noteId": "1"})),
         // r2: the value up to case and spaces.
+        pick("createNote"),
         call("createNote", json!({"title": "groceries "})),
         // r3: a made-up id is dropped; the strategy asks for it.
+        pick("deleteNote"),
         call("deleteNote", json!({"noteId": "3"})),
         // r4: the near neighbour that is acceptable too; a title the user never gave.
+        pick("patch_/notes/{noteId}"),
         call(
             "patch_/notes/{noteId}",
             json!({"noteId": "1", "title": "Chores"}),
@@ -162,11 +171,14 @@ fn a_model_that_asks_for_the_wrong_thing_or_calls_nothing_scores_zero() {
     let requests = load_requests(&requests_path, Some(3)).unwrap();
     let out = dir.path().join("out");
     let model = ScriptedChatModel::new(vec![
-        // r1: asks instead of reading.
+        // r1: picks none, then asks instead of reading.
+        pick("none"),
         Turn::Reply(r#"{"action": "ask_user", "question": "Which noteId?"}"#.into()),
         // r2: the wrong operation, a read.
+        pick("listNotes"),
         call("listNotes", json!({})),
         // r3: a reply without asking, and again when it is sent back (nothing was called).
+        pick("none"),
         Turn::Reply("I deleted it.".into()),
         Turn::Reply("I deleted it.".into()),
     ]);

@@ -87,7 +87,7 @@ fn several_sections_open_at_once_and_their_text_appears_in_place() {
     assert!(openings.contains(&format!(
         r#"{{"action": "expand_sections", "ids": ["{vessels_id}""#
     )));
-    assert!(openings.contains(&r#"{"action": "answer""#.to_string()));
+    assert!(openings.contains(&r#"{"action": "answer"}"#.to_string()));
     let mut snapshot = render_request(&requests[1]);
     for heading in [
         "Harbor Cooperative Annual Report 2023",
