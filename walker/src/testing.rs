@@ -270,6 +270,18 @@ pub fn report_index() -> TestIndex {
     markdown_index(&[("report.md", REPORT)])
 }
 
+/// `text` with every section id of the index written as `<id>` (ids hash the documents'
+/// paths, a temporary directory in tests: prompt snapshots show them redacted).
+pub fn redact_section_ids(index: &Index, text: &str) -> String {
+    let mut out = text.to_string();
+    for indexed in index.documents() {
+        for section in &indexed.doc.sections {
+            out = out.replace(&section.id.to_string(), "<id>");
+        }
+    }
+    out
+}
+
 /// The section headed `heading` (the first one, in any document): its id, and its first
 /// chunk when it has text of its own.
 pub fn section_of(
