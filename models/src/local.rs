@@ -251,14 +251,8 @@ impl Inner {
         let top_p = (s.top_p > 0.0 && s.top_p < 1.0).then_some(s.top_p as f64);
         let mut sampler = LogitsProcessor::new(s.seed, temperature, top_p);
         let mut stops = StopMatcher::new(&s.stop);
-        let openings = Openings {
-            texts: request
-                .openings
-                .iter()
-                .map(|o| o.as_bytes().to_vec())
-                .collect(),
-        };
-        let mut written: Vec<u8> = Vec::new(); // what the completion's tokens write
+        // Dropped once the completion is free: generation without openings pays nothing.
+        let mut openings = Openings::new(&request.openings);
 
         let mut weights = self.weights.lock().map_err(|_| poisoned())?;
         let mut logits = self.forward(&mut weights, &ids, 0)?;
@@ -266,8 +260,11 @@ impl Inner {
         let mut shown = 0; // bytes of the decoded completion already emitted
         let mut finish = FinishReason::Length;
         while generated.len() < budget {
-            if let Some(allowed) = openings.allowed(&written, &self.tokenizer.token_bytes) {
-                logits = only(&logits, &allowed);
+            if let Some(held) = &openings {
+                match held.allowed(&self.tokenizer.token_bytes) {
+                    Some(allowed) => logits = only(&logits, &allowed),
+                    None => openings = None,
+                }
             }
             let next = Tensor::new(logits.as_slice(), &Device::Cpu)
                 .and_then(|l| sampler.sample(&l))
@@ -277,8 +274,10 @@ impl Inner {
                 break;
             }
             generated.push(next);
-            if let Some(bytes) = self.tokenizer.token_bytes.get(next as usize) {
-                written.extend_from_slice(bytes);
+            if let (Some(held), Some(bytes)) =
+                (&mut openings, self.tokenizer.token_bytes.get(next as usize))
+            {
+                held.written.extend_from_slice(bytes);
             }
             let text = self
                 .tokenizer
@@ -326,12 +325,24 @@ impl Inner {
 /// opening that ends with `"`), so the model writes the opening the way it would tokenize it.
 struct Openings {
     texts: Vec<Vec<u8>>,
+    /// What the completion's tokens have written so far.
+    written: Vec<u8>,
 }
 
 impl Openings {
-    /// The tokens (by the bytes each writes) that keep `written` on the way to an opening;
-    /// `None` when the completion is free: no openings, or one already written in full.
-    fn allowed(&self, written: &[u8], vocab: &[Vec<u8>]) -> Option<Vec<u32>> {
+    /// `None` when there are none to hold the completion to.
+    fn new(openings: &[String]) -> Option<Self> {
+        (!openings.is_empty()).then(|| Self {
+            texts: openings.iter().map(|o| o.as_bytes().to_vec()).collect(),
+            written: Vec::new(),
+        })
+    }
+
+    /// The tokens (by the bytes each writes) that keep what is written on the way to an
+    /// opening; `None` when the completion is free: an opening is written in full (or no
+    /// token can go on, which cannot happen with a byte-level vocabulary).
+    fn allowed(&self, vocab: &[Vec<u8>]) -> Option<Vec<u32>> {
+        let written = self.written.as_slice();
         if self.texts.iter().any(|o| written.starts_with(o)) {
             return None;
         }
@@ -407,17 +418,19 @@ mod tests {
             .iter()
             .map(|t| t.as_bytes().to_vec())
             .collect();
-        let openings = Openings {
-            texts: vec![b"{\"id\"".to_vec(), b"x".to_vec()],
+        let after = |written: &[u8]| {
+            let mut openings = Openings::new(&["{\"id\"".into(), "x".into()]).unwrap();
+            openings.written = written.to_vec();
+            openings.allowed(&vocab)
         };
-        assert_eq!(openings.allowed(b"", &vocab), Some(vec![0, 5]));
-        assert_eq!(openings.allowed(b"{", &vocab), Some(vec![1]));
-        assert_eq!(openings.allowed(b"{\"", &vocab), Some(vec![2]));
+        assert_eq!(after(b""), Some(vec![0, 5]));
+        assert_eq!(after(b"{"), Some(vec![1]));
+        assert_eq!(after(b"{\""), Some(vec![2]));
         // `",` ends past the opening: allowed, as the model would write it.
-        assert_eq!(openings.allowed(b"{\"id", &vocab), Some(vec![1, 3]));
-        assert_eq!(openings.allowed(b"{\"id\",", &vocab), None);
-        assert_eq!(openings.allowed(b"xyz", &vocab), None);
-        assert_eq!(Openings { texts: vec![] }.allowed(b"", &vocab), None);
+        assert_eq!(after(b"{\"id"), Some(vec![1, 3]));
+        assert_eq!(after(b"{\"id\","), None);
+        assert_eq!(after(b"xyz"), None);
+        assert!(Openings::new(&[]).is_none());
     }
 
     #[test]

@@ -30,22 +30,34 @@ pub struct GgufTokenizer {
     pub token_bytes: Vec<Vec<u8>>,
 }
 
-/// The bytes a byte-level BPE token stands for: GPT-2 writes each byte as one character,
-/// printable Latin-1 bytes as themselves and the rest as U+0100 onwards in byte order.
-/// `None` for a character outside that alphabet.
-fn byte_level_bytes(token: &str) -> Option<Vec<u8>> {
-    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || b >= 174;
-    let shifted: Vec<u8> = (0..=255u32)
-        .filter(|&b| !printable(b))
-        .map(|b| b as u8)
-        .collect();
+/// Whether byte `b` is written as the character of the same code in byte-level BPE.
+fn printable(b: u32) -> bool {
+    (33..=126).contains(&b) || (161..=172).contains(&b) || b >= 174
+}
+
+/// The byte each character of the byte-level BPE alphabet stands for, by character code:
+/// GPT-2 writes printable Latin-1 bytes as themselves and the rest as U+0100 onwards, in
+/// byte order.
+fn byte_level_alphabet() -> Vec<Option<u8>> {
+    let mut bytes = vec![None; 512];
+    let mut shifted = 256;
+    for b in 0..=255u32 {
+        if printable(b) {
+            bytes[b as usize] = Some(b as u8);
+        } else {
+            bytes[shifted] = Some(b as u8);
+            shifted += 1;
+        }
+    }
+    bytes
+}
+
+/// The bytes a byte-level BPE token stands for; `None` for a character outside the
+/// alphabet.
+fn byte_level_bytes(token: &str, alphabet: &[Option<u8>]) -> Option<Vec<u8>> {
     token
         .chars()
-        .map(|c| match c as u32 {
-            b if b <= 255 && printable(b) => Some(b as u8),
-            b if b >= 256 => shifted.get((b - 256) as usize).copied(),
-            _ => None,
-        })
+        .map(|c| alphabet.get(c as usize).copied().flatten())
         .collect()
 }
 
@@ -135,12 +147,13 @@ impl GgufTokenizer {
         }
         stop_ids.sort_unstable();
         stop_ids.dedup();
+        let alphabet = byte_level_alphabet();
         let token_bytes = tokens
             .iter()
             .enumerate()
             .map(|(i, t)| match types.get(i) {
                 Some(&CONTROL | &USER_DEFINED) => Vec::new(),
-                _ => byte_level_bytes(t).unwrap_or_default(),
+                _ => byte_level_bytes(t, &alphabet).unwrap_or_default(),
             })
             .collect();
         Ok(Self {
