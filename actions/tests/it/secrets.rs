@@ -1,8 +1,9 @@
 //! Credentials reach the server and nothing else: not previews, outcomes, errors, Debug
 //! output or logs, and not a response that echoes them.
 
+use std::cell::RefCell;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use serde_json::json;
 use walkrag_actions::{
@@ -15,13 +16,25 @@ use crate::{action, executor, notes};
 const TOKEN: &str = "sk-walkrag-TOPSECRET-0123456789";
 const KEY: &str = "key-walkrag-HUSH-9876543210";
 
-/// Everything logged, as text.
+/// Everything one test thread logged, as text.
 #[derive(Clone, Default)]
 pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
-impl io::Write for Logs {
+thread_local! {
+    /// Where this thread's log lines go while a test captures them.
+    static CAPTURING: RefCell<Option<Logs>> = const { RefCell::new(None) };
+}
+
+/// Writes a log line to the capture of the thread that logged it, if any.
+struct ToCapture;
+
+impl io::Write for ToCapture {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        CAPTURING.with(|c| {
+            if let Some(logs) = &*c.borrow() {
+                logs.0.lock().unwrap().extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
 
@@ -30,7 +43,36 @@ impl io::Write for Logs {
     }
 }
 
+/// Ends a capture when dropped.
+pub(crate) struct Capture;
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.borrow_mut().take());
+    }
+}
+
 impl Logs {
+    /// Captures everything this thread logs (at every level) until the guard drops. One
+    /// global subscriber serves the whole test binary: with a subscriber per test thread
+    /// instead, a log line first reached by another test (with none) could be cached as
+    /// disabled everywhere, and a capture would miss it now and then.
+    pub(crate) fn capture() -> (Logs, Capture) {
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(|| ToCapture)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test binary");
+        });
+        let logs = Logs::default();
+        CAPTURING.with(|c| *c.borrow_mut() = Some(logs.clone()));
+        (logs, Capture)
+    }
+
     pub(crate) fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
@@ -48,14 +90,7 @@ fn shown(outcome: &Outcome) -> Vec<String> {
 
 #[tokio::test]
 async fn a_header_credential_reaches_the_server_and_nothing_else() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = Logs::capture();
     let server = Server::start().await;
     let credentials = Credentials::new()
         .with_header_line(&format!("Authorization: Bearer {TOKEN}"))

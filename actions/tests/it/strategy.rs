@@ -418,14 +418,7 @@ async fn a_huge_response_is_cut_before_the_model_reads_it() {
 #[tokio::test]
 async fn a_credential_reaches_the_server_but_no_prompt_trace_event_or_log() {
     const TOKEN: &str = "sk-walkrag-ACTIONS-SECRET-5550123";
-    let logs = crate::secrets::Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = crate::secrets::Logs::capture();
     let server = Server::start().await;
     let index = notes_index();
     let credentials = Credentials::new()
