@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value};
 
+pub(crate) use walkrag_walker::jsonl::squash;
+
 use crate::action::{is_credential_name, words, Action};
 
 /// Keys a model groups inputs under (`{"path": {...}, "body": {...}}`); their fields are
@@ -225,14 +227,6 @@ fn is_placeholder(value: &Value, name: &str) -> bool {
                 | "todo"
                 | "xxx"
         )
-}
-
-/// A name without case, `_`, `-` or spaces.
-pub(crate) fn squash(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The words of a text, for telling whether a value was given in it.

@@ -1218,7 +1218,6 @@ fn calls_of_tools<'a>(
     out
 }
 
-/// The built-in actions as tools; `execute_action` names the operations available.
 /// How a JSON-lines reply may open: a built-in action, or `execute_action` of an operation
 /// on the cards. A local model can then not write an operation id that does not exist; its
 /// preference among the real ones decides.
@@ -1238,6 +1237,7 @@ fn execute_opening(id: &str) -> String {
     )
 }
 
+/// The built-in actions as tools; `execute_action` names the operations available.
 fn tool_defs(available: &[String]) -> Vec<ToolDef> {
     vec![
         ToolDef {

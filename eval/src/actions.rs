@@ -41,6 +41,7 @@ use walkrag_actions::{
     Actions, AlwaysYes, AuditLog, Catalog, Dispatch, Executor, ExecutorConfig, RequestPreview,
 };
 use walkrag_engine::Index;
+use walkrag_walker::jsonl::squash;
 use walkrag_walker::{Answer, Cost, Env, Step, Strategy};
 
 use crate::dataset::DatasetError;
@@ -603,14 +604,6 @@ fn failed(request: &ActionRequest, error: String, elapsed: Duration) -> ActionRe
         },
         error: Some(error),
     }
-}
-
-/// A name without case, `_`, `-` or spaces.
-fn squash(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// Whether a filled value is the expected one: strings trimmed, lower-cased and with spaces

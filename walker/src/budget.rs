@@ -1,4 +1,5 @@
-//! What of the sections a model chose fits the answer's token budget (`toc`, `roam`).
+//! What of the sections a model chose fits the answer's token budget, and how they rank
+//! (`toc`, `roam`).
 
 use walkrag_engine::ChunkId;
 
@@ -66,4 +67,16 @@ pub(crate) fn fit(
         full = true;
     }
     (shown, all)
+}
+
+/// The ranking of a strategy that answers from chosen sections: the chunks the answer cites,
+/// then those shown, then the rest of the chosen sections', each once.
+pub(crate) fn ranked(cited: &[ChunkId], shown: Vec<ChunkId>, all: Vec<ChunkId>) -> Vec<ChunkId> {
+    let mut ranked = cited.to_vec();
+    for id in shown.into_iter().chain(all) {
+        if !ranked.contains(&id) {
+            ranked.push(id);
+        }
+    }
+    ranked
 }

@@ -273,7 +273,7 @@ impl Reader {
             return;
         }
         match &self.table {
-            None => self.table = Some(cells.iter().map(|c| key(c)).collect()),
+            None => self.table = Some(cells.iter().map(|c| squash(c)).collect()),
             Some(columns) if columns.len() != cells.len() => {
                 items.push(Out::Item(Item::Skipped(line.to_string())));
             }
@@ -351,8 +351,9 @@ fn repair(text: &str) -> String {
     out
 }
 
-/// A key without case, `_`, `-` or spaces: `nextSource`, `next_source`, `Next source` agree.
-fn key(name: &str) -> String {
+/// A name without case, `_`, `-` or spaces: `nextSource`, `next_source`, `Next source`
+/// agree (keys, action and tool names as small models spell them).
+pub fn squash(name: &str) -> String {
     name.chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
@@ -372,7 +373,7 @@ fn items_of(object: &Map<String, Value>) -> Vec<Item> {
     let get = |names: &[&str]| {
         object
             .iter()
-            .find(|(k, _)| names.contains(&key(k).as_str()))
+            .find(|(k, _)| names.contains(&squash(k).as_str()))
             .map(|(_, v)| v)
     };
     let mut items = Vec::new();

@@ -23,7 +23,7 @@ use walkrag_engine::{ChunkId, Index, SectionId};
 
 use crate::answer::{Answer, Termination};
 use crate::event::Event;
-use crate::jsonl::{ObjectReader, Raw};
+use crate::jsonl::{squash, ObjectReader, Raw};
 use crate::passages;
 use crate::prompt;
 use crate::run::Run;
@@ -223,15 +223,6 @@ fn parse_move(text: &str) -> Move {
     }
 }
 
-/// Lower case without `_`, `-` or spaces: `expand_sections`, `expandSections` and
-/// `Expand Sections` alike.
-fn squash(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// Reads a turn made of tool calls (a tool-calling model): `expand_sections` with its ids,
 /// `answer`, or plain text (the model is done).
 fn move_of_tools(completion: &Completion) -> Move {
@@ -391,15 +382,7 @@ impl Roam {
             .iter()
             .filter_map(|&id| place_of(index, id).map(|p| p.doc))
             .collect();
-        for hit in run.retrieve_embedded(1, question, vector, self.k, false) {
-            if let Some(d) = index
-                .documents()
-                .iter()
-                .position(|d| d.doc.id.0 == hit.doc_id)
-            {
-                docs.push(d);
-            }
-        }
+        docs.extend(run.documents_near(1, question, vector, self.k));
         docs.sort_unstable();
         docs.dedup();
         run.note(
@@ -719,12 +702,7 @@ impl Strategy for Roam {
                     *kept = open;
                 }
             }
-            let mut ranked = answered.citations.clone();
-            for id in shown.into_iter().chain(all) {
-                if !ranked.contains(&id) {
-                    ranked.push(id);
-                }
-            }
+            let ranked = budget::ranked(&answered.citations, shown, all);
             Ok(run.finish(answered, ranked, termination, turns))
         })
     }

@@ -184,6 +184,27 @@ impl<'a> Run<'a> {
         }));
     }
 
+    /// The documents (indices into the index's list) of the `k` passages nearest `vector`,
+    /// nearest first, each once; the search is recorded like any other.
+    pub fn documents_near(
+        &mut self,
+        cycle: usize,
+        query: &str,
+        vector: &[f32],
+        k: usize,
+    ) -> Vec<usize> {
+        let all = self.env.index.documents();
+        let mut near: Vec<usize> = Vec::new();
+        for hit in self.retrieve_embedded(cycle, query, vector, k, false) {
+            if let Some(d) = all.iter().position(|d| d.doc.id.0 == hit.doc_id) {
+                if !near.contains(&d) {
+                    near.push(d);
+                }
+            }
+        }
+        near
+    }
+
     /// Whether a chunk has been shown to the model.
     pub fn is_read(&self, id: ChunkId) -> bool {
         self.read_set.contains(&id)

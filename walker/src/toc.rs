@@ -249,15 +249,7 @@ impl Toc {
             }
             return toc;
         }
-        let hits = run.retrieve_embedded(1, question, vector, self.k, false);
-        let mut near: Vec<usize> = Vec::new();
-        for hit in &hits {
-            if let Some(d) = all.iter().position(|d| d.doc.id.0 == hit.doc_id) {
-                if !near.contains(&d) {
-                    near.push(d);
-                }
-            }
-        }
+        let near = run.documents_near(1, question, vector, self.k);
         run.note(
             1,
             format!(
@@ -387,13 +379,7 @@ impl Strategy for Toc {
             }
             run.mark_read(&shown);
             let answered = run.answer(1, question, None, &shown).await?;
-            // Cited first, then what was shown, then the rest of the picked sections.
-            let mut ranked = answered.citations.clone();
-            for id in shown.into_iter().chain(all) {
-                if !ranked.contains(&id) {
-                    ranked.push(id);
-                }
-            }
+            let ranked = budget::ranked(&answered.citations, shown, all);
             Ok(run.finish(answered, ranked, Termination::SinglePass, 1))
         })
     }
