@@ -388,10 +388,16 @@ impl Action {
         self.method.needs_confirmation()
     }
 
-    /// The text this action is embedded as for retrieval: what it does in plain words first
-    /// (summary, the operation id split into words, verbs for the method, the path's words),
-    /// then its description and inputs.
-    pub fn embed_text(&self) -> String {
+    /// The words a request for this action is likely to share with it, for word-level
+    /// (BM25) retrieval: [`Action::embed_text`] without the inputs (their names recur across
+    /// a whole API: `id`, `username`) and with a shorter description.
+    pub fn keyword_text(&self) -> String {
+        self.what_it_does(300).join("\n")
+    }
+
+    /// Summary, id words, method and path with verbs and the path's words, tags, and the
+    /// description cut at `description_chars`: one line each.
+    fn what_it_does(&self, description_chars: usize) -> Vec<String> {
         let mut lines = Vec::new();
         if let Some(summary) = &self.summary {
             lines.push(one_line(summary));
@@ -411,8 +417,16 @@ impl Action {
             lines.push(format!("tags: {}", self.tags.join(", ")));
         }
         if let Some(description) = &self.description {
-            lines.push(cap(&one_line(description), 800));
+            lines.push(cap(&one_line(description), description_chars));
         }
+        lines
+    }
+
+    /// The text this action is embedded as for retrieval: what it does in plain words first
+    /// (summary, the operation id split into words, verbs for the method, the path's words),
+    /// then its description and inputs.
+    pub fn embed_text(&self) -> String {
+        let mut lines = self.what_it_does(800);
         let inputs: Vec<String> = self
             .inputs
             .iter()
@@ -432,6 +446,25 @@ impl Action {
             lines.push(format!("inputs: {}", inputs.join("; ")));
         }
         lines.join("\n")
+    }
+
+    /// One line for the model to choose by: `id: METHOD /path — summary` (the description's
+    /// start where there is no summary).
+    pub fn line(&self) -> String {
+        let mut out = format!("{}: {} {}", self.operation_id, self.method, self.path);
+        if self.deprecated {
+            out.push_str(" (deprecated)");
+        }
+        let what = match (&self.summary, &self.description) {
+            (Some(summary), _) => one_line(summary),
+            (None, Some(description)) => cap(&one_line(description), 120),
+            (None, None) => String::new(),
+        };
+        if !what.is_empty() {
+            out.push_str(" — ");
+            out.push_str(&what);
+        }
+        out
     }
 
     /// A card for the model: how to call this action, every input with its place, type,

@@ -29,7 +29,8 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 use walkrag_core::{ChatError, ChatRequest, Completion, Message, Sampling, ToolCall, ToolDef};
-use walkrag_engine::{ChunkId, ChunkRef, DocId, SearchOptions};
+use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
+use walkrag_engine::{ChunkId, ChunkRef, DocId, Index, SearchOptions};
 use walkrag_walker::jsonl::{ObjectReader, Raw};
 use walkrag_walker::llm;
 use walkrag_walker::{
@@ -106,11 +107,17 @@ impl Api {
 /// guards every change; run it with an index holding their action records.
 pub struct Actions {
     apis: Vec<Api>,
+    /// Every operation of the APIs by its words, rebuilt when an API is added.
+    keywords: Keywords,
     confirm: Arc<dyn Confirm>,
     /// Operation cards shown per search: 5 fit a small model's prompt with room to spare.
     pub k: usize,
     /// Operations ranked per search (what retrieval recall is measured on): 10.
     pub ranked_k: usize,
+    /// Fuse the embedding ranking with a word-level (BM25) ranking of the operations: on.
+    /// A request often names the operation's own words ("search", "members") that the
+    /// embedding ranks below operations on the same subject.
+    pub hybrid: bool,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
     pub max_turns: usize,
@@ -134,11 +141,14 @@ impl Actions {
     /// removed from the operations: the model never sees or fills them, the executor sends
     /// the configured credentials.
     pub fn new(catalog: Catalog, executor: Executor, confirm: Arc<dyn Confirm>) -> Self {
+        let apis = vec![Api::new(catalog, executor)];
         Self {
-            apis: vec![Api::new(catalog, executor)],
+            keywords: Keywords::of(&apis),
+            apis,
             confirm,
             k: 5,
             ranked_k: 10,
+            hybrid: true,
             max_turns: 6,
             max_invalid: 2,
             max_finds: 2,
@@ -151,6 +161,7 @@ impl Actions {
     /// Adds another API; an operation id is looked up in the APIs in the order added.
     pub fn with_api(mut self, catalog: Catalog, executor: Executor) -> Self {
         self.apis.push(Api::new(catalog, executor));
+        self.keywords = Keywords::of(&self.apis);
         self
     }
 
@@ -461,6 +472,15 @@ impl Actions {
         }
     }
 
+    /// One line per operation, to choose by.
+    fn lines(&self, ids: &[String]) -> String {
+        ids.iter()
+            .filter_map(|id| self.lookup(id))
+            .map(|(action, _)| action.line())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     fn cards(&self, ids: &[String]) -> String {
         ids.iter()
             .filter_map(|id| self.lookup(id))
@@ -470,7 +490,9 @@ impl Actions {
     }
 
     /// Embeds `query` and returns the `k` best operations the APIs know, best first; the
-    /// best `ranked_k` are recorded (trace, events, `ranked`).
+    /// best `ranked_k` are recorded (trace, events, `ranked`). With [`Actions::hybrid`] the
+    /// order fuses the embedding ranking with the word-level one; each hit's score is still
+    /// its embedding similarity.
     fn find(
         &self,
         run: &mut Run<'_>,
@@ -489,25 +511,51 @@ impl Actions {
             keep: Some(&keep),
         };
         let index = run.env.index;
-        // An operation can have several chunks: look further than `ranked_k` chunks.
-        let hits = index.search_with(&vector, self.ranked_k * 3, &options);
-        let mut operations: Vec<String> = Vec::new();
-        let mut chunks: Vec<RetrievedChunk> = Vec::new();
-        for hit in hits {
+        // Each ranking looks further than `ranked_k` so that fusion has something to fuse
+        // (and an operation can have several chunks).
+        let depth = self.ranked_k * 3;
+        // Per operation, its best chunk and that chunk's similarity, best first.
+        let mut dense: Vec<(String, ChunkId, f32)> = Vec::new();
+        for hit in index.search_with(&vector, depth, &options) {
             let c = index.chunk(hit.row);
             let id = operation_of(&c);
-            if !operations.contains(&id) {
-                if operations.len() == self.ranked_k {
-                    break;
+            if !dense.iter().any(|(seen, ..)| *seen == id) {
+                dense.push((id, c.id(), hit.score));
+            }
+        }
+        let mut operations: Vec<String> = dense.iter().map(|(id, ..)| id.clone()).collect();
+        if self.hybrid {
+            let words = self.keywords.ranked(query, depth, |id| {
+                self.knows(id) && first_chunk(index, id).is_some()
+            });
+            operations = reciprocal_rank_fusion(&[operations, words], RRF_K)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+        }
+        operations.truncate(self.ranked_k);
+
+        let mut chunks: Vec<RetrievedChunk> = Vec::new();
+        for id in &operations {
+            let (chunk, score) = match dense.iter().find(|(seen, ..)| seen == id) {
+                Some(&(_, chunk, score)) => (chunk, score),
+                None => {
+                    let Some(chunk) = first_chunk(index, id) else {
+                        continue;
+                    };
+                    let row = index.row_of(chunk).expect("a document's chunk has a row");
+                    (chunk, dot(&vector, index.vector(row)))
                 }
-                operations.push(id.clone());
-            }
-            run.chunk_of.entry(id).or_insert_with(|| c.id());
-            let new = !run.ranked.contains(&c.id());
+            };
+            let Some(c) = index.row_of(chunk).map(|row| index.chunk(row)) else {
+                continue;
+            };
+            run.chunk_of.entry(id.clone()).or_insert(chunk);
+            let new = !run.ranked.contains(&chunk);
             if new {
-                run.ranked.push(c.id());
+                run.ranked.push(chunk);
             }
-            chunks.push(passages::retrieved(&c, hit.score, new));
+            chunks.push(passages::retrieved(&c, score, new));
         }
         let ms = started.elapsed().as_millis() as u64;
         run.emit(Event::Retrieved {
@@ -546,8 +594,8 @@ impl Actions {
             messages: vec![
                 Message::system(PICK_PROMPT.trim()),
                 Message::user(format!(
-                    "Operations:\n\n{}\n\nRequest: {request}",
-                    self.cards(&ids)
+                    "Operations:\n{}\n\nRequest: {request}",
+                    self.lines(&ids)
                 )),
             ],
             sampling: Sampling {
@@ -836,6 +884,7 @@ impl Strategy for Actions {
         json!({
             "k": self.k,
             "ranked_k": self.ranked_k,
+            "hybrid": self.hybrid,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,
             "max_finds": self.max_finds,
@@ -1365,6 +1414,48 @@ fn value_text(value: &Value) -> String {
     }
 }
 
+/// Rank constant of the fusion of embedding and word rankings (the usual 60).
+const RRF_K: f32 = 60.0;
+
+/// Every operation of some APIs by its words ([`Action::keyword_text`]).
+#[derive(Default)]
+struct Keywords {
+    ids: Vec<String>,
+    bm25: Bm25,
+}
+
+impl Keywords {
+    fn of(apis: &[Api]) -> Self {
+        let actions = apis.iter().flat_map(|api| &api.catalog.actions);
+        Self {
+            ids: actions.clone().map(|a| a.operation_id.clone()).collect(),
+            bm25: Bm25::new(actions.map(Action::keyword_text)),
+        }
+    }
+
+    /// The `n` operations sharing most words with `query` that `keep` accepts, best first.
+    fn ranked(&self, query: &str, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        self.bm25
+            .ranked(query)
+            .into_iter()
+            .map(|(position, _)| &self.ids[position])
+            .filter(|id| keep(id))
+            .take(n)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The first chunk of the operation `id`'s record in `index`.
+fn first_chunk(index: &Index, id: &str) -> Option<ChunkId> {
+    let doc = index.document(&DocId(id.to_string()))?;
+    doc.chunks.first().map(|chunk| chunk.id(&doc.doc))
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// The operation a chunk belongs to: its record's `operation_id`, else its document id.
 fn operation_of(c: &ChunkRef<'_>) -> String {
     c.doc
@@ -1534,8 +1625,7 @@ impl<'s> Run<'s> {
         if let Some(&chunk) = self.chunk_of.get(operation_id) {
             return Some(chunk);
         }
-        let doc = self.env.index.document(&DocId(operation_id.to_string()))?;
-        doc.chunks.first().map(|chunk| chunk.id(&doc.doc))
+        first_chunk(self.env.index, operation_id)
     }
 
     /// Calls the model and records the call; a stop cancels the generation and keeps what

@@ -7,6 +7,7 @@
 //! - [`ann`] searches vectors exactly or through an HNSW graph.
 //! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
 //!   searches it.
+//! - [`lexical`] scores short texts by their words (BM25) and fuses rankings.
 //! - [`outline`] renders the abridged outline with section ids.
 
 pub mod ann;
@@ -15,6 +16,7 @@ pub mod document;
 mod ids;
 pub mod index;
 pub mod ingest;
+pub mod lexical;
 pub mod markdown;
 pub mod outline;
 

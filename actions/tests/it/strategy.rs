@@ -10,6 +10,7 @@ use walkrag_actions::{
     ExecutorConfig, RequestPreview,
 };
 use walkrag_core::{ChatRequest, Role, ToolCall};
+use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_walker::testing::{env, index_of, render_request, ScriptedChatModel, TestIndex, Turn};
 use walkrag_walker::{ActionStep, Answer, Event, Step, Strategy, Termination};
 
@@ -755,4 +756,47 @@ async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
     assert_eq!(answer.termination, Termination::AskedUser);
     assert_eq!(executed(&answer)[1].asked, ["title"]);
     assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
+async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let request = "delete a note";
+    let mut hits = Vec::new();
+    for hybrid in [false, true] {
+        let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+        actions.hybrid = hybrid;
+        let model = ScriptedChatModel::new(vec![pick("none"), respond("No."), respond("No.")]);
+        let (answer, _) = run(&actions, &index, &model, request).await;
+        let Step::Retrieve(retrieval) = &answer.trace.steps[0] else {
+            panic!("the first step is a search");
+        };
+        hits.push(retrieval.hits.clone());
+    }
+    let (dense, fused) = (&hits[0], &hits[1]);
+    let order = |hits: &[walkrag_walker::RetrievedChunk]| -> Vec<String> {
+        hits.iter().map(|hit| hit.doc_id.clone()).collect()
+    };
+    assert!(dense.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // The fused order is the embedding order fused with the words' order...
+    let catalog = notes();
+    let texts: Vec<String> = catalog.actions.iter().map(|a| a.keyword_text()).collect();
+    let words: Vec<String> = Bm25::new(&texts)
+        .ranked(request)
+        .into_iter()
+        .map(|(at, _)| catalog.actions[at].operation_id.clone())
+        .collect();
+    let expected: Vec<String> = reciprocal_rank_fusion(&[order(dense), words], 60.0)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(order(fused), expected);
+    assert_ne!(order(fused), order(dense), "the words move something");
+    // ...and each operation keeps its embedding similarity as its score.
+    for hit in fused {
+        let same = dense.iter().find(|d| d.chunk_id == hit.chunk_id).unwrap();
+        assert!((hit.score - same.score).abs() < 1e-6, "{hit:?} vs {same:?}");
+    }
 }
