@@ -49,7 +49,7 @@ pub struct Document {
     /// `pages[i]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages: Vec<usize>,
-    /// Extra fields of a `.jsonl` record, for filtering.
+    /// Extra fields of a `.jsonl` record or a Markdown file's front matter, for filtering.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
     /// sha256 of everything above that chunking and embedding depend on.
@@ -90,6 +90,11 @@ impl Document {
             ..Self::unhashed(id, title, source, format, text, sections)
         }
         .hashed()
+    }
+
+    /// The document with `metadata` (hash updated).
+    pub fn with_metadata(self, metadata: Map<String, Value>) -> Self {
+        Self { metadata, ..self }.hashed()
     }
 
     /// A PDF: one section per page (`Page 3`), so every chunk cites its page.

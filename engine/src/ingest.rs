@@ -223,9 +223,14 @@ pub fn read_file(path: &Path) -> FileRead {
     };
     let id = DocId(name.clone());
     let document = match format {
-        Format::Markdown | Format::LlmsTxt => {
-            Document::markdown(id, name, format, text.to_string(), &stem)
-        }
+        Format::Markdown | Format::LlmsTxt => match crate::front_matter::split(text) {
+            Some((fields, rest)) => {
+                let fallback = fields.get("title").and_then(Value::as_str).unwrap_or(&stem);
+                Document::markdown(id, name, format, rest.to_string(), fallback)
+                    .with_metadata(fields)
+            }
+            None => Document::markdown(id, name, format, text.to_string(), &stem),
+        },
         Format::Text => Document::single(id, stem, name, format, text.to_string(), Map::new()),
         Format::Jsonl => return read_jsonl(path, &name, text),
         Format::Pdf => unreachable!("handled above"),

@@ -2,6 +2,7 @@
 //!
 //! - [`ingest`] finds files and reads them into [`Document`]s (Markdown, plain text,
 //!   `llms.txt`, PDF, `.jsonl` corpora), with one warning per bad input.
+//! - [`front_matter`] reads a Markdown file's `---` block into document metadata.
 //! - [`markdown`] splits Markdown into a section tree with stable ids.
 //! - [`chunk`] cuts sections into chunks that fit the embedder.
 //! - [`ann`] searches vectors exactly or through an HNSW graph.
@@ -13,6 +14,7 @@
 pub mod ann;
 pub mod chunk;
 pub mod document;
+pub mod front_matter;
 mod ids;
 pub mod index;
 pub mod ingest;

@@ -10,7 +10,9 @@
 mod answer;
 mod budget;
 mod control;
+mod docs;
 mod event;
+pub mod filters;
 pub mod graph;
 pub mod html;
 pub mod jsonl;
@@ -34,6 +36,7 @@ pub mod testing;
 
 pub use answer::{Answer, Cost, Termination};
 pub use control::{Control, CycleReport, PauseFn, Steer};
+pub use docs::Docs;
 pub use event::{Event, Sink};
 pub use memory::Memory;
 pub use roam::{Opened, Roam};

@@ -30,6 +30,7 @@ pub async fn call(
         usage: Default::default(),
         finish: None,
         ms: 0,
+        model: None,
         error: None,
     };
     let mut stream = model.stream(request);

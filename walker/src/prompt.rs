@@ -19,6 +19,15 @@ pub const TOC_USER: &str = include_str!("../prompts/toc.user.md");
 pub const ROAM_SYSTEM: &str = include_str!("../prompts/roam.system.md");
 pub const ROAM_USER: &str = include_str!("../prompts/roam.user.md");
 
+/// The plan of `docs`: the documents' fields and titles in, `query_documents` (filters) or
+/// `search_passages` out.
+pub const DOCS_SYSTEM: &str = include_str!("../prompts/docs.system.md");
+pub const DOCS_USER: &str = include_str!("../prompts/docs.user.md");
+
+/// A reader of `docs`: one document (or part) and the query in, what it says out.
+pub const DOCS_READ_SYSTEM: &str = include_str!("../prompts/docs.read.system.md");
+pub const DOCS_READ_USER: &str = include_str!("../prompts/docs.read.user.md");
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

@@ -66,10 +66,10 @@ impl StrategyError {
 pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
 
 /// The strategies this build can run (`actions` needs an API: see [`by_name`]).
-pub const AVAILABLE: [&str; 5] = ["walk", "single", "roam", "toc", "actions"];
+pub const AVAILABLE: [&str; 6] = STRATEGY_NAMES;
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Options {
     /// Stops and hints from outside (strategies that loop honour them).
     pub control: crate::Control,
@@ -79,6 +79,19 @@ pub struct Options {
     pub max_cycles: Option<usize>,
     /// Facts remembered across questions (strategies that gather facts use it).
     pub memory: Option<std::sync::Arc<crate::Memory>>,
+    /// The model that reads whole documents (`docs`); `None`: the chat model.
+    pub reader: Option<std::sync::Arc<dyn ChatModel>>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("k", &self.k)
+            .field("max_cycles", &self.max_cycles)
+            .field("memory", &self.memory.is_some())
+            .field("reader", &self.reader.as_ref().map(|m| m.id().to_string()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// A strategy picked by name. `actions` is not built here: it needs an API to call (a
@@ -122,8 +135,15 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             }
             Ok(Box::new(roam))
         }
+        "docs" => {
+            let mut docs = crate::Docs::default();
+            if let Some(k) = options.k {
+                docs.k = k;
+            }
+            docs.reader = options.reader.clone();
+            Ok(Box::new(docs))
+        }
         "actions" => Err(UnknownStrategy::NeedsApi),
-        other if STRATEGY_NAMES.contains(&other) => Err(UnknownStrategy::NotYet(other.to_string())),
         other => Err(UnknownStrategy::Unknown(other.to_string())),
     }
 }
@@ -132,8 +152,6 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
 pub enum UnknownStrategy {
     #[error("no strategy is called {0:?}; available: {available}", available = AVAILABLE.join(", "))]
     Unknown(String),
-    #[error("the {0:?} strategy is not in this version yet; available: {available}", available = AVAILABLE.join(", "))]
-    NotYet(String),
     #[error(
         "the actions strategy calls an API and is set up from an index of OpenAPI operations: \
          `walkrag ask REQUEST --strategy actions` or `walkrag eval --spec SPEC --requests FILE` \

@@ -183,6 +183,9 @@ pub struct LlmCall {
     pub usage: Usage,
     pub finish: Option<FinishReason>,
     pub ms: u64,
+    /// The model called, where it is not the trace's (`docs`' reader model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Set when the call failed; `completion` then holds what had arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

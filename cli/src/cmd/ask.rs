@@ -51,7 +51,13 @@ use walkrag_walker::{
 ///           open sections' text, within 1,200 tokens (least recently used closed
 ///           first), is what it answers from; "not found" lists the sections read. With
 ///           `walkrag chat --strategy roam` sections stay open between questions.
-///   docs is part of the command-line contract and arrives later.
+///   docs    the model sees the documents' fields (title, a name, and metadata from
+///           .jsonl records or Markdown front matter such as company or date) and
+///           chooses documents by them (query_documents: loose text match, date ranges),
+///           or searches passages. Each chosen document is read whole (in parts past
+///           1,200 tokens) by --reader-model, 4 at a time; what each says streams out as
+///           it arrives, and the model answers from it with citations. At most 6
+///           documents and 12 reader calls per question.
 ///
 /// Exit code 1 when the model concludes the documents do not answer the question (actions:
 /// when the request was not carried out, e.g. a question was asked or it was declined).
@@ -60,6 +66,7 @@ use walkrag_walker::{
 ///   walkrag ask "Who chairs the board, and where was she born?"
 ///   walkrag ask "What drove revenue growth?" -k 8 --model openai:gpt-4o-mini
 ///   walkrag ask "..." --json --trace trace.json
+///   walkrag ask "Northwind's 2023 revenue?" --strategy docs --reader-model local:smollm2-135m
 ///   walkrag ask "Add a pet named Rex" --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -68,12 +75,16 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single, roam, toc, actions (docs is still to come).
+    /// Retrieval strategy: walk, single, roam, toc, docs, actions.
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
+    /// The model that reads whole documents for --strategy docs (a cheaper one: the
+    /// documents are many, the answer is one) [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    reader_model: Option<String>,
     /// Chunks retrieved per search [default: the strategy's, 5 for single].
     #[arg(short)]
     k: Option<usize>,
@@ -143,11 +154,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if args.reader_model.is_some() && args.strategy != "docs" {
+        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
         control: control.clone(),
         memory,
+        reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {

@@ -1,6 +1,6 @@
 //! `walkrag chat`: talk to any chat model, streaming; a quick way to check a model works.
 //! With `--strategy actions`, a conversation that carries out requests with an indexed API;
-//! with `--strategy roam`, questions about the index whose opened sections stay open.
+//! with another strategy, questions about the index (with `roam`, opened sections stay open).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{Answer, Env, Event, Roam, SearchParams, Strategy};
+use walkrag_walker::{by_name, Answer, Env, Event, Options, Roam, SearchParams, Strategy};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
 /// --prompt. Answers stream as they are generated.
@@ -27,9 +27,10 @@ use walkrag_walker::{Answer, Env, Event, Roam, SearchParams, Strategy};
 /// conversation, a question for a missing input is answered by the next message, and every
 /// change is confirmed on the terminal first (--yes confirms all; --dry-run sends nothing).
 ///
-/// With --strategy roam, each message is a question about the index, answered by opening
-/// sections of its outline (see `walkrag ask --help`); the sections opened stay open for
-/// the follow-up questions, and past a 1,200-token budget the least recently used close.
+/// With --strategy single, walk, toc, roam or docs, each message is a question about the
+/// index, answered by that strategy (see `walkrag ask --help`). With roam the sections
+/// opened stay open for the follow-up questions, and past a 1,200-token budget the least
+/// recently used close.
 ///
 /// Examples:
 ///   walkrag chat --prompt "What is the capital of France?"
@@ -37,6 +38,7 @@ use walkrag_walker::{Answer, Env, Event, Roam, SearchParams, Strategy};
 ///   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 walkrag chat --model openai:any
 ///   walkrag chat --strategy actions --base-url http://localhost:8080/api
 ///   walkrag chat --strategy roam --index report.walkrag
+///   walkrag chat --strategy toc --index report.walkrag
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -61,17 +63,21 @@ pub struct Args {
     /// Print token counts and speed after each answer (on stderr).
     #[arg(long, short)]
     verbose: bool,
-    /// `actions`: carry out requests with an API whose spec is in the index; `roam`: answer
-    /// questions about the index, keeping opened sections open.
+    /// `actions`: carry out requests with an API whose spec is in the index; `single`,
+    /// `walk`, `toc`, `roam`, `docs`: answer questions about the index (`roam` keeps opened
+    /// sections open).
     #[arg(long)]
     strategy: Option<String>,
-    /// Index directory (--strategy actions, roam).
+    /// Index directory (with --strategy).
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Embedding model [default: the one the index was built with] (--strategy actions, roam).
+    /// Embedding model [default: the one the index was built with] (with --strategy).
     #[arg(long)]
     embedder: Option<String>,
-    /// One JSON event per line, each turn ending with its answer line (--strategy actions, roam).
+    /// The model that reads whole documents (--strategy docs) [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    reader_model: Option<String>,
+    /// One JSON event per line, each turn ending with its answer line (with --strategy).
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -82,11 +88,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.strategy.as_deref() {
         None => {}
         Some("actions") => return run_actions(args),
-        Some("roam") => return run_roam(args),
-        Some(other) => bail!(
-            "chat takes --strategy actions or roam; {other:?} answers one question at a time: \
-             walkrag ask QUESTION --strategy {other}"
-        ),
+        Some(name) => {
+            let name = name.to_string();
+            return run_questions(args, &name);
+        }
     }
     let model = super::load_chat_model(&args.model)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -227,13 +232,24 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `--strategy roam`: each line is a question about the index; the sections opened stay
-/// open for the next one, within the strategy's token budget.
-fn run_roam(args: Args) -> anyhow::Result<ExitCode> {
+/// `--strategy NAME` (but actions): each line is a question about the index. With roam the
+/// sections opened stay open for the next one, within the strategy's token budget.
+fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
+    if args.reader_model.is_some() && name != "docs" {
+        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+    }
+    let strategy: Box<dyn Strategy> = if name == "roam" {
+        Box::new(Roam::conversation())
+    } else {
+        let options = Options {
+            reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
+            ..Options::default()
+        };
+        by_name(name, &options)?
+    };
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
-    let strategy = Roam::conversation();
     let env = Env {
         index: &index,
         embedder: &embedder,
@@ -241,15 +257,16 @@ fn run_roam(args: Args) -> anyhow::Result<ExitCode> {
         search: SearchParams::default(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let documents = index.documents().len();
     let intro = format!(
-        "roaming {} document{} with {}; open sections stay open between questions",
-        index.documents().len(),
-        if index.documents().len() == 1 {
-            ""
+        "answering questions about {documents} document{} with {name} and {}{}",
+        if documents == 1 { "" } else { "s" },
+        model.id(),
+        if name == "roam" {
+            "; open sections stay open between questions"
         } else {
-            "s"
-        },
-        model.id()
+            ""
+        }
     );
     converse(&args, &intro, &mut |question: &str| {
         if args.json {

@@ -68,6 +68,10 @@ pub struct Args {
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
+    /// The model that reads whole documents for --strategy docs (a cheaper one: the
+    /// documents are many, the answer is one) [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    reader_model: Option<String>,
     /// Only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
@@ -122,9 +126,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .questions
         .clone()
         .context("--questions is needed with --corpus")?;
+    if args.reader_model.is_some() && !args.strategies.iter().any(|s| s.trim() == "docs") {
+        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
+        reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
         ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();

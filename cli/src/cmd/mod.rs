@@ -70,6 +70,20 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
+/// The `docs` reader model of `--reader-model`: `None` without one or when it names the chat
+/// model itself (loaded once, it reads and answers).
+pub fn load_reader_model(
+    reader: Option<&str>,
+    model: &str,
+) -> anyhow::Result<Option<Arc<dyn ChatModel>>> {
+    match reader {
+        Some(reader) if reader != model => load_chat_model(reader)
+            .map(Some)
+            .with_context(|| format!("cannot load the reader model {reader}")),
+        _ => Ok(None),
+    }
+}
+
 /// Loads a chat model from its spec (`local:NAME`, `local:PATH.gguf`, `openai:MODEL`).
 pub fn load_chat_model(spec: &str) -> anyhow::Result<Arc<dyn ChatModel>> {
     let parsed = ModelSpec::parse(spec)?;

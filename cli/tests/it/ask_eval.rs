@@ -393,30 +393,12 @@ fn roam_opens_sections_of_a_markdown_report_and_keeps_them_open_in_chat() {
     }
 
     // chat: two questions, two answers; the second starts with the first's open sections.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
-        .args(["chat", "--strategy", "roam", "--model", MODEL, "--json"])
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"How much did energy use fall?\nAnd water use?\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .collect();
-    let turns: Vec<&[Value]> = events.split_inclusive(|v| v["type"] == "answer").collect();
-    assert_eq!(turns.len(), 2, "{}", stdout(&out));
+    let turns = chat_turns(
+        dir,
+        &["--strategy", "roam", "--model", MODEL, "--json"],
+        "How much did energy use fall?\nAnd water use?\n",
+    );
+    assert_eq!(turns.len(), 2, "{turns:?}");
     let opened_first: Vec<&str> = turns[0]
         .iter()
         .filter(|e| e["type"] == "retrieved")
@@ -435,5 +417,112 @@ fn roam_opens_sections_of_a_markdown_report_and_keeps_them_open_in_chat() {
         for id in opened_first {
             assert!(kept.contains(&format!("[{id}]")), "{id} in {kept}");
         }
+    }
+}
+
+/// Runs `walkrag chat ARGS` with `lines` on stdin: the turns of its `--json` output, each
+/// ending with its answer line.
+fn chat_turns(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Vec<Value>> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .arg("chat")
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    events
+        .split_inclusive(|v| v["type"] == "answer")
+        .map(<[Value]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn docs_reads_documents_chosen_by_front_matter_and_chat_takes_toc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let reports = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/reports");
+    std::fs::create_dir(dir.join("reports")).unwrap();
+    for entry in std::fs::read_dir(reports).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join("reports").join(path.file_name().unwrap())).unwrap();
+    }
+    let out = walkrag(dir, &["index", "reports"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "What revenue did Alder Foods report for 2024?",
+            "--strategy",
+            "docs",
+            "--model",
+            MODEL,
+            "--json",
+            "--trace",
+            "docs.json",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "answer");
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("docs.json")).unwrap()).unwrap();
+    let steps = trace["steps"].as_array().unwrap();
+    // The plan saw the front matter's fields and started with one of the two tools.
+    let plan = steps
+        .iter()
+        .find(|s| s["step"] == "llm" && s["purpose"] == "plan")
+        .expect("a plan call");
+    let prompt = plan["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("- company (text, 3 documents): Alder Foods; Birchway Logistics"),
+        "{prompt}"
+    );
+    let completion = plan["completion"].as_str().unwrap();
+    assert!(
+        completion.starts_with(r#"{"action": "query_documents""#)
+            || completion.starts_with(r#"{"action": "search_passages""#),
+        "{completion}"
+    );
+    // Documents chosen are read by the reader (here the same model), each call recorded.
+    if completion.contains("query_documents") {
+        let reads = steps
+            .iter()
+            .filter(|s| s["step"] == "llm" && s["purpose"] == "read")
+            .count();
+        assert!((1..=12).contains(&reads), "{reads} reads");
+    }
+
+    // chat with toc: two questions, two answers.
+    let turns = chat_turns(
+        dir,
+        &["--strategy", "toc", "--model", MODEL, "--json"],
+        "Who runs the Tartu plant?\nHow many pallets did Birchway move?\n",
+    );
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    for turn in &turns {
+        let last = turn.last().unwrap();
+        let termination = last["termination"].as_str().unwrap();
+        assert!(
+            ["single_pass", "nothing_retrieved", "no_retrieval"].contains(&termination),
+            "{last}"
+        );
     }
 }
