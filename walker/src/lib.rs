@@ -9,6 +9,7 @@
 
 mod answer;
 mod budget;
+pub mod contents;
 mod control;
 mod docs;
 mod event;

@@ -28,6 +28,10 @@ pub const DOCS_USER: &str = include_str!("../prompts/docs.user.md");
 pub const DOCS_READ_SYSTEM: &str = include_str!("../prompts/docs.read.system.md");
 pub const DOCS_READ_USER: &str = include_str!("../prompts/docs.read.user.md");
 
+/// A generated table of contents' entry: a passage in, a heading and a summary out.
+pub const CONTENTS_SYSTEM: &str = include_str!("../prompts/contents.system.md");
+pub const CONTENTS_USER: &str = include_str!("../prompts/contents.user.md");
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

@@ -5,13 +5,16 @@
 //! A message that needs no documents (a greeting, thanks) is answered directly; when the
 //! model picks nothing, the answer says nothing was found instead of guessing. When the
 //! headings of every document are too many to show, deeper headings are left out first, then
-//! only the documents of the question's best passages are shown.
+//! only the documents of the question's best passages are shown. A lone top heading over a
+//! whole document is offered as its opening text only; a document without headings is listed
+//! by the table of contents generated for it at index time ([`crate::contents`]), if any.
 
 use serde_json::{json, Value};
 use walkrag_core::{ChatRequest, Message, Sampling};
 use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
 
 use crate::answer::{Answer, Termination};
+use crate::contents::{needs_contents, ContentsFile};
 use crate::event::Event;
 use crate::jsonl::{ObjectReader, Raw};
 use crate::prompt;
@@ -54,39 +57,108 @@ impl Default for Toc {
 struct Entry {
     /// Index of the document in the index's list.
     doc: usize,
-    /// Index of the section in its document.
-    section: usize,
     id: SectionId,
     /// 1 for a top heading (or a document without headings), 2 below it, ...
     depth: usize,
     heading: String,
+    /// What picking it reads.
+    scope: Scope,
 }
 
-/// The headings of `docs` (indices into `all`), down to `max_depth`, in document order.
-fn entries(all: &[IndexedDoc], docs: &[usize], max_depth: usize) -> Vec<Entry> {
+#[derive(Debug, Clone, PartialEq)]
+enum Scope {
+    /// Section `i` with everything under it.
+    Subtree(usize),
+    /// Section `i`'s own text, not its subsections'.
+    Own(usize),
+    /// These chunks (an entry of a generated table of contents).
+    Chunks(Vec<ChunkId>),
+}
+
+impl Entry {
+    /// The chunks picking this entry reads, in document order.
+    fn chunks(&self, indexed: &IndexedDoc) -> Vec<ChunkId> {
+        let within = |c: &&walkrag_engine::Chunk| match &self.scope {
+            Scope::Subtree(i) => indexed.doc.is_within(c.section as usize, *i),
+            Scope::Own(i) => c.section as usize == *i,
+            Scope::Chunks(_) => false,
+        };
+        match &self.scope {
+            Scope::Chunks(ids) => ids.clone(),
+            _ => indexed
+                .chunks
+                .iter()
+                .filter(within)
+                .map(|c| c.id(&indexed.doc))
+                .collect(),
+        }
+    }
+}
+
+/// The headings of `docs` (indices into `all`), down to `max_depth`, in document order. A
+/// lone top heading over the whole document (its title, with the chapters under it) is not
+/// offered whole: its own opening text is, as "(opening text)", and its chapters move up a
+/// level; picked whole it read the entire document, which a small model picks first because
+/// it comes first. A document without headings lists its generated contents when `contents`
+/// has them.
+fn entries(
+    all: &[IndexedDoc],
+    docs: &[usize],
+    max_depth: usize,
+    contents: &ContentsFile,
+) -> Vec<Entry> {
     let mut out = Vec::new();
     for &d in docs {
         let doc = &all[d].doc;
+        if let Some(generated) = contents.get(doc).filter(|_| needs_contents(doc)) {
+            out.extend(generated.entries.iter().map(|e| Entry {
+                doc: d,
+                id: e.id,
+                depth: 1,
+                heading: if e.summary.is_empty() {
+                    e.heading.clone()
+                } else {
+                    format!("{} — {}", e.heading, e.summary)
+                },
+                scope: Scope::Chunks(e.chunks.clone()),
+            }));
+            continue;
+        }
+        let roots: Vec<usize> = (0..doc.sections.len())
+            .filter(|&i| doc.sections[i].parent.is_none() && doc.sections[i].level > 0)
+            .collect();
+        let lone = match roots.as_slice() {
+            [root] if doc.sections.iter().any(|s| s.parent == Some(*root)) => Some(*root),
+            _ => None,
+        };
         for (i, section) in doc.sections.iter().enumerate() {
-            let depth = depth_of(doc, i);
-            if depth > max_depth {
-                continue;
-            }
-            let heading = if section.path.is_empty() {
-                // The text before the first heading: listed only when there is some.
+            let mut depth = depth_of(doc, i);
+            let mut scope = Scope::Subtree(i);
+            let mut heading = section.title().to_string();
+            if section.path.is_empty() || Some(i) == lone {
+                // The text before the first heading, or under the lone top heading before its
+                // first chapter: listed only when there is some.
                 if doc.text[section.body.clone()].trim().is_empty() {
                     continue;
                 }
-                "(before the first heading)".to_string()
-            } else {
-                section.title().to_string()
-            };
+                heading = if section.path.is_empty() {
+                    "(before the first heading)".to_string()
+                } else {
+                    format!("{heading} (opening text)")
+                };
+                scope = Scope::Own(i);
+            } else if lone.is_some() {
+                depth -= 1;
+            }
+            if depth > max_depth {
+                continue;
+            }
             out.push(Entry {
                 doc: d,
-                section: i,
                 id: section.id,
                 depth,
                 heading,
+                scope,
             });
         }
     }
@@ -105,8 +177,13 @@ fn depth_of(doc: &Document, mut i: usize) -> usize {
 
 /// The headings of `docs` that fit in `max`: all of them, else those down to the deepest
 /// level that fits (returned with it); `None` when even the top headings are too many.
-fn fitting(all: &[IndexedDoc], docs: &[usize], max: usize) -> Option<(Vec<Entry>, Option<usize>)> {
-    let every = entries(all, docs, usize::MAX);
+fn fitting(
+    all: &[IndexedDoc],
+    docs: &[usize],
+    max: usize,
+    contents: &ContentsFile,
+) -> Option<(Vec<Entry>, Option<usize>)> {
+    let every = entries(all, docs, usize::MAX, contents);
     if every.len() <= max {
         return Some((every, None));
     }
@@ -191,16 +268,6 @@ fn resolve<'t>(toc: &'t [Entry], ids: &[SectionId]) -> (Vec<&'t Entry>, Vec<Sect
     (picked, unknown)
 }
 
-/// The chunks of a section and everything under it, in document order.
-fn subtree_chunks(indexed: &IndexedDoc, section: usize) -> Vec<ChunkId> {
-    indexed
-        .chunks
-        .iter()
-        .filter(|c| indexed.doc.is_within(c.section as usize, section))
-        .map(|c| c.id(&indexed.doc))
-        .collect()
-}
-
 impl Toc {
     /// Shows the table of contents and reads which sections the model picks.
     async fn pick(
@@ -237,10 +304,16 @@ impl Toc {
 
     /// The headings shown for `question`: every document's if they fit, else those of the
     /// documents of the question's best passages.
-    fn contents(&self, run: &mut Run<'_>, question: &str, vector: &[f32]) -> Vec<Entry> {
+    fn table(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        vector: &[f32],
+        contents: &ContentsFile,
+    ) -> Vec<Entry> {
         let all = run.env.index.documents();
         let docs: Vec<usize> = (0..all.len()).collect();
-        if let Some((toc, depth)) = fitting(all, &docs, self.max_entries) {
+        if let Some((toc, depth)) = fitting(all, &docs, self.max_entries, contents) {
             if let Some(depth) = depth {
                 run.note(
                     1,
@@ -260,10 +333,10 @@ impl Toc {
                 near.len()
             ),
         );
-        match fitting(all, &near, self.max_entries) {
+        match fitting(all, &near, self.max_entries, contents) {
             Some((toc, _)) => toc,
             None => {
-                let mut top = entries(all, &near, 1);
+                let mut top = entries(all, &near, 1, contents);
                 top.truncate(self.max_entries);
                 top
             }
@@ -295,7 +368,14 @@ impl Strategy for Toc {
             let mut run = Run::new(self, question, env, sink);
             run.emit(Event::Cycle { cycle: 1 });
             let question_vector = env.embedder.embed_one(question)?;
-            let toc = self.contents(&mut run, question, &question_vector);
+            let contents = match ContentsFile::of_index(env.index.dir()) {
+                Ok(contents) => contents,
+                Err(e) => {
+                    run.note(1, format!("generated tables of contents not read: {e}"));
+                    ContentsFile::default()
+                }
+            };
+            let toc = self.table(&mut run, question, &question_vector, &contents);
             if toc.is_empty() {
                 let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
@@ -363,7 +443,7 @@ impl Strategy for Toc {
             let index = env.index;
             let groups: Vec<Vec<ChunkId>> = picked
                 .iter()
-                .map(|e| subtree_chunks(&index.documents()[e.doc], e.section))
+                .map(|e| e.chunks(&index.documents()[e.doc]))
                 .collect();
             let (shown, all) = budget::fit(&run, &groups, &question_vector, self.budget_tokens);
             if shown.len() < all.len() {

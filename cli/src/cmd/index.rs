@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use walkrag_actions::{is_openapi, Catalog};
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
 use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
+use walkrag_walker::contents::{ContentsFile, Generator};
 
 /// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora, and the
 /// operations of OpenAPI specs.
@@ -29,10 +30,17 @@ use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, Upd
 /// the records are written to INDEX/actions/ as a JSON Lines corpus and indexed from
 /// there, so re-indexing a changed spec embeds only the operations that changed.
 ///
+/// With --toc, documents without headings of their own (plain text, PDF, Markdown without a
+/// heading) get a table of contents written by a chat model (--toc-model): a heading and a
+/// one-sentence summary per run of about 600 tokens, kept in INDEX/contents.jsonl and used
+/// by `ask --strategy toc`. Only documents without current contents are written (a changed
+/// document is written again); each document is saved as soon as it is done.
+///
 /// Examples:
 ///   walkrag index docs/ annual-report.pdf
 ///   walkrag index corpus.jsonl --index /tmp/corpus-index
 ///   walkrag index petstore.yaml
+///   walkrag index notes.txt scan.pdf --toc --toc-model local:qwen2.5-coder-0.5b
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -67,6 +75,12 @@ pub struct Args {
     /// Indexes with fewer chunks are searched exactly, without a graph.
     #[arg(long, default_value_t = AnnParams::default().exact_below)]
     exact_below: usize,
+    /// Write a table of contents for each document without headings (see above).
+    #[arg(long)]
+    toc: bool,
+    /// The chat model that writes tables of contents (--toc).
+    #[arg(long, value_name = "SPEC", default_value = walkrag_models::DEFAULT_MODEL, requires = "toc")]
+    toc_model: String,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -229,11 +243,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("  ignored {} files of other types", summary.other_files);
         }
     }
+    if args.toc {
+        write_contents(&args.index, &embedder, &args.toc_model)?;
+    }
     Ok(if summary.documents > 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--toc`: a table of contents for each document of the index without headings that has
+/// none for its current text, each saved when done.
+fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> anyhow::Result<()> {
+    let index = walkrag_engine::Index::open(dir)?;
+    let mut file = ContentsFile::of_index(dir)?;
+    let missing: Vec<String> = file
+        .missing(&index)
+        .iter()
+        .map(|d| d.doc.id.0.clone())
+        .collect();
+    if missing.is_empty() {
+        eprintln!("tables of contents: every document without headings has one");
+        return Ok(());
+    }
+    let model = super::load_chat_model(model_spec)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let generator = Generator::default();
+    for (n, id) in missing.iter().enumerate() {
+        let doc = index
+            .document(&walkrag_engine::DocId(id.clone()))
+            .expect("a document of the index");
+        eprintln!(
+            "writing a table of contents for {id} ({}/{}) with {}",
+            n + 1,
+            missing.len(),
+            model.id()
+        );
+        let bar = super::progress_bar(0, "entries");
+        let contents = runtime.block_on(generator.generate(
+            &index,
+            embedder,
+            model.as_ref(),
+            doc,
+            &mut |done, of| {
+                bar.set_length(of as u64);
+                bar.set_position(done as u64);
+            },
+        ));
+        bar.finish_and_clear();
+        let contents = contents.with_context(|| format!("cannot write the contents of {id}"))?;
+        let entries = contents.entries.len();
+        file.put(contents, &index)?;
+        eprintln!("  {id}: {entries} entries");
+    }
+    Ok(())
 }
 
 /// Where a spec's action records are kept: `INDEX/actions/STEM-HASH.jsonl`, the hash of the

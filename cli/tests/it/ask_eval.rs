@@ -526,3 +526,66 @@ fn docs_reads_documents_chosen_by_front_matter_and_chat_takes_toc() {
         );
     }
 }
+
+#[test]
+fn index_toc_writes_contents_for_plain_text_that_toc_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let text = "The Velmora ferry sails to Kessel twice a day, at seven and at five. ".repeat(20)
+        + &"A crossing costs four euros; children under twelve ride free. ".repeat(20);
+    std::fs::write(dir.join("ferry.txt"), text).unwrap();
+    let out = walkrag(dir, &["index", "ferry.txt", "--toc", "--toc-model", MODEL]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("writing a table of contents for ferry.txt (1/1)"),
+        "{}",
+        stderr(&out)
+    );
+    let written = std::fs::read_to_string(dir.join(".walkrag/contents.jsonl")).unwrap();
+    let contents: Value = serde_json::from_str(written.trim()).unwrap();
+    assert_eq!(contents["doc_id"], "ferry.txt");
+    assert_eq!(contents["model"], "local:smollm2-135m");
+    let entries = contents["entries"].as_array().unwrap();
+    assert!(entries.len() >= 2, "{contents}");
+    assert!(entries
+        .iter()
+        .all(|e| !e["heading"].as_str().unwrap().is_empty()));
+
+    // Done once: a second run writes nothing and loads no model.
+    let out = walkrag(dir, &["index", "ferry.txt", "--toc", "--toc-model", MODEL]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("every document without headings has one"));
+
+    // toc lists the generated entries by their ids.
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "How much is a crossing?",
+            "--strategy",
+            "toc",
+            "--model",
+            MODEL,
+            "--trace",
+            "toc.json",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("toc.json")).unwrap()).unwrap();
+    let pick = trace["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "llm" && s["purpose"] == "pick")
+        .expect("a pick call");
+    let table = pick["messages"][1]["content"].as_str().unwrap();
+    for entry in entries {
+        let line = format!(
+            "[{}] {}",
+            entry["id"].as_str().unwrap(),
+            entry["heading"].as_str().unwrap()
+        );
+        assert!(table.contains(&line), "{line} in {table}");
+    }
+}

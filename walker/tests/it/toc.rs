@@ -194,6 +194,112 @@ fn too_many_headings_are_cut_by_depth_then_by_search() {
     let shown = model.requests.lock().unwrap()[0].messages[1]
         .content
         .clone();
-    assert!(shown.contains("] Board Minutes"), "{shown}");
+    // The minutes' lone top heading is their title: their chapters are listed under it.
+    assert!(shown.contains("Document: Board Minutes\n["), "{shown}");
+    assert!(shown.contains("] March"), "{shown}");
     assert!(!shown.contains("Harbor Cooperative"), "{shown}");
+}
+
+#[test]
+fn a_lone_top_headings_opening_text_is_offered_without_its_chapters() {
+    let t = markdown_index(&[(
+        "guide.md",
+        "# Ferry Guide\n\nTickets are sold on board only.\n\n## Routes\n\nThe ferry sails to \
+         Kessel twice a day.\n\n## Fares\n\nA crossing costs four euros.\n",
+    )]);
+    let (guide, opening) = section_of(&t.index, "Ferry Guide");
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("{{\"sections\": [\"{guide}\"]}}")),
+        Turn::Reply("Answer: on board\nExplanation: the guide says so.".into()),
+    ]);
+    let answer = ask(&Toc::default(), &t, &model, "Where are tickets sold?");
+    let requests = model.requests.lock().unwrap();
+    let shown = &requests[0].messages[1].content;
+    assert!(
+        shown.contains(&format!(
+            "Document: Ferry Guide\n[{guide}] Ferry Guide (opening text)\n"
+        )),
+        "{shown}"
+    );
+    let (routes, _) = section_of(&t.index, "Routes");
+    assert!(shown.contains(&format!("\n[{routes}] Routes\n")), "{shown}");
+    // Picked, it reads its own text only, not the chapters under it.
+    assert_eq!(answer.ranked, [opening.unwrap()]);
+}
+
+#[test]
+fn a_document_without_headings_is_listed_by_its_generated_contents() {
+    use walkrag_walker::contents::{needs_contents, Contents, ContentsFile, Generator};
+    let text = "The ferry sails to Kessel twice a day. ".repeat(12)
+        + &"A crossing costs four euros and children ride free. ".repeat(12);
+    let t = markdown_index(&[("ferry.txt", text.as_str())]);
+    let doc = &t.index.documents()[0];
+    assert!(needs_contents(&doc.doc));
+    let generator = Generator {
+        group_tokens: 100,
+        ..Generator::default()
+    };
+    let groups = generator.groups(&walkrag_walker::testing::FakeWordEmbedder, doc);
+    assert!(groups.len() >= 2, "{groups:?}");
+    let writer = ScriptedChatModel::new(
+        (0..groups.len())
+            .map(|i| {
+                Turn::Reply(format!(
+                    r#"{{"heading": "Part {i}", "summary": "What part {i} says."}}"#
+                ))
+            })
+            .collect(),
+    );
+    let mut progress = Vec::new();
+    let contents: Contents = block_on(generator.generate(
+        &t.index,
+        &walkrag_walker::testing::FakeWordEmbedder,
+        &writer,
+        doc,
+        &mut |done, of| progress.push((done, of)),
+    ))
+    .unwrap();
+    assert_eq!(contents.entries.len(), groups.len());
+    assert_eq!(progress.last(), Some(&(groups.len(), groups.len())));
+    // Each entry's prompt is the document's title and the run's text, held to a heading.
+    let asked = writer.requests.lock().unwrap();
+    assert!(asked[0].messages[1].content.starts_with("Document: ferry"));
+    assert_eq!(asked[0].openings, [r#"{"heading": ""#]);
+    let mut file = ContentsFile::of_index(t.index.dir()).unwrap();
+    file.put(contents.clone(), &t.index).unwrap();
+    // Read back from disk, it is what was written.
+    let file = ContentsFile::of_index(t.index.dir()).unwrap();
+    assert_eq!(file.get(&doc.doc), Some(&contents));
+    assert!(file.missing(&t.index).is_empty());
+
+    let second = contents.entries[1].clone();
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("{{\"sections\": [\"{}\"]}}", second.id)),
+        Turn::Reply("Answer: four euros\nExplanation: read.".into()),
+    ]);
+    let answer = ask(&Toc::default(), &t, &model, "How much is a crossing?");
+    let shown = model.requests.lock().unwrap()[0].messages[1]
+        .content
+        .clone();
+    assert!(
+        shown.contains(&format!("[{}] Part 1 — What part 1 says.", second.id)),
+        "{shown}"
+    );
+    // The entry picked reads exactly its run of chunks.
+    let mut ranked = answer.ranked.clone();
+    ranked.sort();
+    let mut expected = second.chunks.clone();
+    expected.sort();
+    assert_eq!(ranked, expected);
+
+    // Contents written for other text are stale: not used, and the document is missing them.
+    let stale = Contents {
+        hash: "another text".into(),
+        ..contents
+    };
+    let mut file = ContentsFile::of_index(t.index.dir()).unwrap();
+    file.put(stale, &t.index).unwrap();
+    let file = ContentsFile::of_index(t.index.dir()).unwrap();
+    assert!(file.get(&doc.doc).is_none());
+    assert_eq!(file.missing(&t.index).len(), 1);
 }
