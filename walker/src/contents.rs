@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use walkrag_core::{ChatError, ChatModel, ChatRequest, Embedder, Message, Sampling};
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Embedder};
 use walkrag_engine::{ChunkId, DocId, Document, Format, Index, IndexedDoc, SectionId};
 
 use crate::control::Control;
@@ -235,16 +235,8 @@ impl Generator {
                 &[("title", doc.doc.title.as_str()), ("text", text.as_str())],
             );
             let request = ChatRequest {
-                messages: vec![
-                    Message::system(prompt::CONTENTS_SYSTEM.trim()),
-                    Message::user(user),
-                ],
-                sampling: Sampling {
-                    max_tokens: ENTRY_MAX_TOKENS,
-                    ..Sampling::default()
-                },
                 openings: vec![r#"{"heading": ""#.into()],
-                ..ChatRequest::default()
+                ..prompt::request(prompt::CONTENTS_SYSTEM, user, ENTRY_MAX_TOKENS)
             };
             let mut quiet = |_: &str| {};
             let (result, _) = llm::call(

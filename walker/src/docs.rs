@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
-use walkrag_core::{ChatModel, ChatRequest, Completion, Message, Sampling, ToolDef};
+use walkrag_core::{ChatModel, ChatRequest, Completion, ToolDef};
 use walkrag_engine::{ChunkId, IndexedDoc};
 
 use crate::answer::{Answer, Termination};
@@ -222,17 +222,7 @@ impl Docs {
             ],
         );
         let tools = run.env.model.supports_tools();
-        let mut request = ChatRequest {
-            messages: vec![
-                Message::system(prompt::DOCS_SYSTEM.trim()),
-                Message::user(user),
-            ],
-            sampling: Sampling {
-                max_tokens: PLAN_MAX_TOKENS,
-                ..Sampling::default()
-            },
-            ..ChatRequest::default()
-        };
+        let mut request = prompt::request(prompt::DOCS_SYSTEM, user, PLAN_MAX_TOKENS);
         if tools {
             request.tools = tool_defs();
         } else {
@@ -439,17 +429,7 @@ impl Docs {
                         ("question", query),
                     ],
                 );
-                ChatRequest {
-                    messages: vec![
-                        Message::system(prompt::DOCS_READ_SYSTEM.trim()),
-                        Message::user(user),
-                    ],
-                    sampling: Sampling {
-                        max_tokens: READ_MAX_TOKENS,
-                        ..Sampling::default()
-                    },
-                    ..ChatRequest::default()
-                }
+                prompt::request(prompt::DOCS_READ_SYSTEM, user, READ_MAX_TOKENS)
             })
             .collect();
         let control = run.control.clone();

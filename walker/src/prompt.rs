@@ -32,6 +32,20 @@ pub const DOCS_READ_USER: &str = include_str!("../prompts/docs.read.user.md");
 pub const CONTENTS_SYSTEM: &str = include_str!("../prompts/contents.system.md");
 pub const CONTENTS_USER: &str = include_str!("../prompts/contents.user.md");
 
+/// A request of one system prompt (trimmed) and one user message, taking at most
+/// `max_tokens`; callers add openings, tools or JSON mode.
+pub fn request(system: &str, user: String, max_tokens: usize) -> walkrag_core::ChatRequest {
+    use walkrag_core::{ChatRequest, Message, Sampling};
+    ChatRequest {
+        messages: vec![Message::system(system.trim()), Message::user(user)],
+        sampling: Sampling {
+            max_tokens,
+            ..Sampling::default()
+        },
+        ..ChatRequest::default()
+    }
+}
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics

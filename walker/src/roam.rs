@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use walkrag_core::{ChatRequest, Completion, Message, Sampling, ToolDef};
+use walkrag_core::{Completion, ToolDef};
 use walkrag_engine::outline::{children_of, count_below, expanded_depth, roots_of, snippet};
 use walkrag_engine::{ChunkId, Index, SectionId};
 
@@ -453,14 +453,7 @@ impl Roam {
             ],
         );
         let tools = run.env.model.supports_tools();
-        let mut request = ChatRequest {
-            messages: vec![Message::system(system.trim()), Message::user(user)],
-            sampling: Sampling {
-                max_tokens: TURN_MAX_TOKENS,
-                ..Sampling::default()
-            },
-            ..ChatRequest::default()
-        };
+        let mut request = prompt::request(&system, user, TURN_MAX_TOKENS);
         if tools {
             request.tools = tool_defs();
         } else {

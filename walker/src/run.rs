@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use walkrag_core::{ChatError, ChatRequest, Completion, Message, Sampling};
+use walkrag_core::{ChatError, ChatRequest, Completion};
 use walkrag_engine::{ChunkId, ChunkRef, SearchOptions};
 
 use crate::answer::{Answer, Cost, Termination};
@@ -281,17 +281,7 @@ impl<'a> Run<'a> {
                 Some(facts) => format!("Facts found so far:\n{facts}\n\n{user}"),
                 None => user,
             };
-            let request = ChatRequest {
-                messages: vec![
-                    Message::system(prompt::ANSWER_SYSTEM.trim()),
-                    Message::user(user),
-                ],
-                sampling: Sampling {
-                    max_tokens: ANSWER_MAX_TOKENS,
-                    ..Sampling::default()
-                },
-                ..ChatRequest::default()
-            };
+            let request = prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS);
             match self.chat(cycle, "answer", request, true).await {
                 Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
                     let dropped = shown.pop().expect("more than one passage");

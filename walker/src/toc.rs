@@ -10,7 +10,7 @@
 //! by the table of contents generated for it at index time ([`crate::contents`]), if any.
 
 use serde_json::{json, Value};
-use walkrag_core::{ChatRequest, Message, Sampling};
+use walkrag_core::ChatRequest;
 use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
 
 use crate::answer::{Answer, Termination};
@@ -284,11 +284,6 @@ impl Toc {
             &[("toc", contents.as_str()), ("question", question)],
         );
         let request = ChatRequest {
-            messages: vec![Message::system(system.trim()), Message::user(user)],
-            sampling: Sampling {
-                max_tokens: PICK_MAX_TOKENS,
-                ..Sampling::default()
-            },
             // The first id is one of the table's (the rest are read as written), or the pick
             // is empty, or a direct reply.
             openings: toc
@@ -296,7 +291,7 @@ impl Toc {
                 .map(|e| format!(r#"{{"sections": ["{}""#, e.id))
                 .chain([r#"{"sections": []"#.into(), r#"{"reply": "#.into()])
                 .collect(),
-            ..ChatRequest::default()
+            ..prompt::request(&system, user, PICK_MAX_TOKENS)
         };
         let completion = run.chat(1, "pick", request, false).await?;
         Ok(parse_pick(&completion.text))

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use walkrag_core::{ChatRequest, Message, Sampling};
 use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
@@ -267,17 +266,7 @@ impl Walk {
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
-        let request = ChatRequest {
-            messages: vec![
-                Message::system(prompt::READ_SYSTEM.trim()),
-                Message::user(user),
-            ],
-            sampling: Sampling {
-                max_tokens: self.read_max_tokens,
-                ..Sampling::default()
-            },
-            ..ChatRequest::default()
-        };
+        let request = prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens);
         let shown: Vec<ChunkId> = run.read().to_vec();
         let index = run.env.index;
         let passage = |id: ChunkId| {
