@@ -17,6 +17,7 @@ pub mod filters;
 pub mod graph;
 pub mod html;
 pub mod jsonl;
+pub mod language;
 pub mod links;
 pub mod llm;
 pub mod memory;

@@ -277,10 +277,18 @@ impl<'a> Run<'a> {
                 prompt::ANSWER_USER,
                 &[("passages", passages.as_str()), ("question", question)],
             );
-            let user = match facts {
+            let mut user = match facts {
                 Some(facts) => format!("Facts found so far:\n{facts}\n\n{user}"),
                 None => user,
             };
+            // Told only when the question is clearly in another language: English prompts
+            // stay as they are.
+            if let Some(language) = crate::language::not_english(question) {
+                user.push_str(&format!(
+                    "\nThe question is in {language}: write the answer and the explanation in \
+                     {language} (keep the words \"Answer:\" and \"Sources:\")."
+                ));
+            }
             let request = prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS);
             match self.chat(cycle, "answer", request, true).await {
                 Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {

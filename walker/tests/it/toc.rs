@@ -303,3 +303,36 @@ fn a_document_without_headings_is_listed_by_its_generated_contents() {
     assert!(file.get(&doc.doc).is_none());
     assert_eq!(file.missing(&t.index).len(), 1);
 }
+
+#[test]
+fn a_question_in_another_language_asks_for_the_answer_in_it() {
+    let t = report();
+    let (fleet, _) = section_of(&t.index, "Fleet");
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("{{\"sections\": [\"{fleet}\"]}}")),
+        Turn::Reply("Answer: neun\nExplanation: die Flotte hat neun Schiffe.".into()),
+        Turn::Reply(format!("{{\"sections\": [\"{fleet}\"]}}")),
+        Turn::Reply("Answer: nine\nExplanation: the fleet has nine vessels.".into()),
+    ]);
+    let german = ask(
+        &Toc::default(),
+        &t,
+        &model,
+        "Wie viele Schiffe hat die Genossenschaft?",
+    );
+    assert_eq!(german.answer, "neun");
+    ask(
+        &Toc::default(),
+        &t,
+        &model,
+        "How many vessels does the cooperative have?",
+    );
+    let requests = model.requests.lock().unwrap();
+    assert!(requests[1].messages[1]
+        .content
+        .ends_with("The question is in German: write the answer and the explanation in German (keep the words \"Answer:\" and \"Sources:\")."));
+    // An English question's prompt is unchanged.
+    assert!(!requests[3].messages[1]
+        .content
+        .contains("The question is in"));
+}
