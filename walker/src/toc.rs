@@ -5,9 +5,9 @@
 //! A message that needs no documents (a greeting, thanks) is answered directly; when the
 //! model picks nothing, the answer says nothing was found instead of guessing. When the
 //! headings of every document are too many to show, deeper headings are left out first, then
-//! only the documents of the question's best passages are shown. A lone top heading over a
-//! whole document is offered as its opening text only; a document without headings is listed
-//! by the table of contents generated for it at index time ([`crate::contents`]), if any.
+//! only the documents of the question's best passages are shown. A document without headings
+//! is listed by the table of contents generated for it at index time ([`crate::contents`]),
+//! if any.
 
 use serde_json::{json, Value};
 use walkrag_core::ChatRequest;
@@ -96,11 +96,13 @@ impl Entry {
 }
 
 /// The headings of `docs` (indices into `all`), down to `max_depth`, in document order. A
-/// lone top heading over the whole document (its title, with the chapters under it) is not
-/// offered whole: its own opening text is, as "(opening text)", and its chapters move up a
-/// level; picked whole it read the entire document, which a small model picks first because
-/// it comes first. A document without headings lists its generated contents when `contents`
-/// has them.
+/// document without headings lists its generated contents when `contents` has them.
+///
+/// A lone top heading over a whole document stays an entry of its own, though picking it
+/// reads the whole document (the budget then keeps the passages nearest the question):
+/// offered instead as its opening text alone, with its chapters moved up a level, the 0.5B
+/// model still picked the first line as often, and section recall@5 on the llama.cpp server
+/// README fell from 0.533 to 0.333 (`docs/results/llama-cpp-server/`).
 fn entries(
     all: &[IndexedDoc],
     docs: &[usize],
@@ -124,35 +126,20 @@ fn entries(
             }));
             continue;
         }
-        let roots: Vec<usize> = (0..doc.sections.len())
-            .filter(|&i| doc.sections[i].parent.is_none() && doc.sections[i].level > 0)
-            .collect();
-        let lone = match roots.as_slice() {
-            [root] if doc.sections.iter().any(|s| s.parent == Some(*root)) => Some(*root),
-            _ => None,
-        };
         for (i, section) in doc.sections.iter().enumerate() {
-            let mut depth = depth_of(doc, i);
-            let mut scope = Scope::Subtree(i);
-            let mut heading = section.title().to_string();
-            if section.path.is_empty() || Some(i) == lone {
-                // The text before the first heading, or under the lone top heading before its
-                // first chapter: listed only when there is some.
-                if doc.text[section.body.clone()].trim().is_empty() {
-                    continue;
-                }
-                heading = if section.path.is_empty() {
-                    "(before the first heading)".to_string()
-                } else {
-                    format!("{heading} (opening text)")
-                };
-                scope = Scope::Own(i);
-            } else if lone.is_some() {
-                depth -= 1;
-            }
+            let depth = depth_of(doc, i);
             if depth > max_depth {
                 continue;
             }
+            let (heading, scope) = if section.path.is_empty() {
+                // The text before the first heading: listed only when there is some.
+                if doc.text[section.body.clone()].trim().is_empty() {
+                    continue;
+                }
+                ("(before the first heading)".to_string(), Scope::Own(i))
+            } else {
+                (section.title().to_string(), Scope::Subtree(i))
+            };
             out.push(Entry {
                 doc: d,
                 id: section.id,
