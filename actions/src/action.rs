@@ -449,7 +449,9 @@ impl Action {
     }
 
     /// One line for the model to choose by: `id: METHOD /path — summary` (the description's
-    /// start where there is no summary).
+    /// start where there is no summary), then its inputs by name (`flag (one of active,
+    /// suspended, ...)`; at most 6, required first, up to 6 allowed values each), so that
+    /// "the suspended accounts" meets the operation that takes `suspended`.
     pub fn line(&self) -> String {
         let mut out = format!("{}: {} {}", self.operation_id, self.method, self.path);
         if self.deprecated {
@@ -463,6 +465,35 @@ impl Action {
         if !what.is_empty() {
             out.push_str(" — ");
             out.push_str(&what);
+        }
+        let mut inputs: Vec<&Input> = self.inputs.iter().collect();
+        inputs.sort_by_key(|input| !input.required);
+        let named: Vec<String> = inputs
+            .iter()
+            .take(LINE_INPUTS)
+            .map(|input| {
+                let name = input.name.as_str();
+                if input.enum_values.is_empty() {
+                    name.to_string()
+                } else {
+                    let values =
+                        list_values(&input.enum_values[..input.enum_values.len().min(LINE_INPUTS)]);
+                    let more = if input.enum_values.len() > LINE_INPUTS {
+                        ", ..."
+                    } else {
+                        ""
+                    };
+                    format!("{name} (one of {values}{more})")
+                }
+            })
+            .collect();
+        if !named.is_empty() {
+            let more = if inputs.len() > LINE_INPUTS {
+                ", ..."
+            } else {
+                ""
+            };
+            out.push_str(&format!("; inputs: {}{more}", named.join(", ")));
         }
         out
     }
@@ -636,6 +667,9 @@ fn cap(text: &str, max: usize) -> String {
 }
 
 /// Enum values as the model should write them: strings bare, others as JSON.
+/// Inputs named on an operation's line, and allowed values named per input.
+const LINE_INPUTS: usize = 6;
+
 pub(crate) fn list_values(values: &[Value]) -> String {
     values
         .iter()
