@@ -168,11 +168,13 @@ fn ask_streams_events_and_writes_the_trace() {
         stderr(&out)
     );
 
-    // Strategies of the contract that are not built yet are refused clearly.
-    let out = walkrag(dir, &["ask", "x", "--strategy", "docs", "--model", MODEL]);
+    // An unknown strategy is refused with the list of those there are.
+    let out = walkrag(dir, &["ask", "x", "--strategy", "bogus", "--model", MODEL]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("not in this version yet"),
+        stderr(&out).contains(
+            "no strategy is called \"bogus\"; available: walk, single, roam, toc, docs, actions"
+        ),
         "{}",
         stderr(&out)
     );
