@@ -397,7 +397,7 @@ const STOP_WORDS: [&str; 6] = ["the", "a", "an", "of", "and", "for"];
 
 /// How close `wanted` is to `text`, 0 to 1: the mean over `wanted`'s words of the best match
 /// among `text`'s (1 equal, 0.9 a prefix of 3 letters or more, 0.8 one edit away for words of
-/// 4 letters or more, two for 8 or more).
+/// 4 letters or more, two for 8 or more; numbers match only when equal).
 pub fn like(wanted: &str, text: &str) -> f32 {
     let words = |s: &str| -> Vec<String> {
         s.split(|c: char| !c.is_alphanumeric())
@@ -416,6 +416,9 @@ pub fn like(wanted: &str, text: &str) -> f32 {
     let word_score = |w: &str, t: &str| -> f32 {
         if w == t {
             1.0
+        } else if is_number(w) || is_number(t) {
+            // 2023 is not "close to" 2024, nor 14 to 15.
+            0.0
         } else if w.len() >= 3 && t.len() >= 3 && (t.starts_with(w) || w.starts_with(t)) {
             0.9
         } else {
@@ -436,6 +439,10 @@ pub fn like(wanted: &str, text: &str) -> f32 {
         .map(|w| targets.iter().map(|t| word_score(w, t)).fold(0.0, f32::max))
         .sum();
     total / wanted.len() as f32
+}
+
+fn is_number(word: &str) -> bool {
+    word.chars().all(|c| c.is_ascii_digit())
 }
 
 /// Levenshtein distance.
@@ -584,6 +591,10 @@ mod tests {
         assert!(like("nortwind traders", "Northwind Traders") > 0.85);
         assert_eq!(like("the", "The Company"), 0.0);
         assert_eq!(like("ab", "abc"), 0.0);
+        // Numbers are equal or not: a year or a day is never a near miss.
+        assert_eq!(like("2024", "2023"), 0.0);
+        assert!(like("2024-03-15", "2025-03-14") < LIKE_THRESHOLD);
+        assert_eq!(like("2024-03-15", "2024-03-15"), 1.0);
         assert_eq!(edits("kitten", "sitting"), 3);
     }
 }
