@@ -55,6 +55,12 @@ pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
 /// The most tokens a pick may take: one short object.
 const PICK_MAX_TOKENS: usize = 30;
 
+/// Before the first search, the operation ids the model expects: a few camelCase names.
+pub const GUESS_PROMPT: &str = include_str!("../prompts/guess.md");
+
+/// The most tokens a guess may take: three ids.
+const GUESS_MAX_TOKENS: usize = 32;
+
 /// One API the strategy can call: its operations (credential inputs removed) and the
 /// executor that sends them.
 pub struct Api {
@@ -118,6 +124,11 @@ pub struct Actions {
     /// A request often names the operation's own words ("search", "members") that the
     /// embedding ranks below operations on the same subject.
     pub hybrid: bool,
+    /// Before the first search, ask the model which operation ids the API would give the
+    /// request ("Ban user 88" → `suspendUser, banUser`) and search with their words too,
+    /// fused with the request's rankings: on. Requests often name what they want in words the
+    /// operations do not use (ban/suspend, account/user).
+    pub guess: bool,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
     pub max_turns: usize,
@@ -149,6 +160,7 @@ impl Actions {
             k: 5,
             ranked_k: 10,
             hybrid: true,
+            guess: true,
             max_turns: 6,
             max_invalid: 2,
             max_finds: 2,
@@ -207,7 +219,11 @@ impl Actions {
             Some(earlier) => format!("{} {request}", earlier.query),
             None => request.to_string(),
         };
-        let found = self.find(&mut run, 1, &query)?;
+        let guess = match &pending {
+            None if self.guess => self.guess(&mut run, request).await?,
+            _ => None,
+        };
+        let found = self.find(&mut run, 1, &query, guess.as_deref())?;
         let fresh = conversation.add_available(&found);
         run.record_action(ActionStep {
             cycle: 1,
@@ -285,7 +301,7 @@ impl Actions {
                     Call::Find { query } => {
                         finds += 1;
                         invalid_in_row = 0;
-                        let found = self.find(&mut run, turn, &query)?;
+                        let found = self.find(&mut run, turn, &query, None)?;
                         let fresh = conversation.add_available(&found);
                         let result = self.found_message(&fresh, &found);
                         conversation.answer(tools, &call, &result);
@@ -491,13 +507,15 @@ impl Actions {
 
     /// Embeds `query` and returns the `k` best operations the APIs know, best first; the
     /// best `ranked_k` are recorded (trace, events, `ranked`). With [`Actions::hybrid`] the
-    /// order fuses the embedding ranking with the word-level one; each hit's score is still
-    /// its embedding similarity.
+    /// order fuses the embedding ranking with the word-level one, and with a `guess` (words
+    /// of the operation ids the model expects) both rankings of the guess too; each hit's
+    /// score is still the embedding similarity of `query`.
     fn find(
         &self,
         run: &mut Run<'_>,
         cycle: usize,
         query: &str,
+        guess: Option<&str>,
     ) -> Result<Vec<String>, StrategyError> {
         let started = Instant::now();
         let vector = run.env.embedder.embed_one(query)?;
@@ -523,16 +541,36 @@ impl Actions {
                 dense.push((id, c.id(), hit.score));
             }
         }
-        let mut operations: Vec<String> = dense.iter().map(|(id, ..)| id.clone()).collect();
-        if self.hybrid {
-            let words = self.keywords.ranked(query, depth, |id| {
+        let by_words = |text: &str| {
+            self.keywords.ranked(text, depth, |id| {
                 self.knows(id) && first_chunk(index, id).is_some()
-            });
-            operations = reciprocal_rank_fusion(&[operations, words], RRF_K)
+            })
+        };
+        let mut rankings = vec![dense.iter().map(|(id, ..)| id.clone()).collect::<Vec<_>>()];
+        if self.hybrid {
+            rankings.push(by_words(query));
+        }
+        if let Some(guess) = guess {
+            let guessed = run.env.embedder.embed_one(guess)?;
+            let mut ranking: Vec<String> = Vec::new();
+            for hit in index.search_with(&guessed, depth, &options) {
+                let id = operation_of(&index.chunk(hit.row));
+                if !ranking.contains(&id) {
+                    ranking.push(id);
+                }
+            }
+            rankings.push(ranking);
+            if self.hybrid {
+                rankings.push(by_words(guess));
+            }
+        }
+        let mut operations: Vec<String> = match rankings.len() {
+            1 => rankings.swap_remove(0),
+            _ => reciprocal_rank_fusion(&rankings, RRF_K)
                 .into_iter()
                 .map(|(id, _)| id)
-                .collect();
-        }
+                .collect(),
+        };
         operations.truncate(self.ranked_k);
 
         let mut chunks: Vec<RetrievedChunk> = Vec::new();
@@ -572,6 +610,38 @@ impl Actions {
         }));
         operations.truncate(self.k);
         Ok(operations)
+    }
+
+    /// The guess: the operation ids the model expects the API to give `request`, as their
+    /// words ("suspendUser, banUser" → "suspend user ban user"); `None` when it wrote none.
+    async fn guess(
+        &self,
+        run: &mut Run<'_>,
+        request: &str,
+    ) -> Result<Option<String>, StrategyError> {
+        let chat = ChatRequest {
+            messages: vec![
+                Message::system(GUESS_PROMPT.trim()),
+                Message::user(format!("Request: {request}")),
+            ],
+            sampling: Sampling {
+                max_tokens: GUESS_MAX_TOKENS,
+                stop: vec!["\n".into()],
+                ..Sampling::default()
+            },
+            ..ChatRequest::default()
+        };
+        let completion = run.chat(1, "guess", chat, &self.control).await?;
+        let text = completion.text.trim();
+        let words = guessed_words(text);
+        run.record_action(ActionStep {
+            cycle: 1,
+            action: "guess".into(),
+            text: Some(text.to_string()),
+            outcome: if words.is_some() { "guessed" } else { "none" }.into(),
+            ..ActionStep::default()
+        });
+        Ok(words)
     }
 
     /// The pick: which one of the operations available (those just `found` first) carries
@@ -885,6 +955,7 @@ impl Strategy for Actions {
             "k": self.k,
             "ranked_k": self.ranked_k,
             "hybrid": self.hybrid,
+            "guess": self.guess,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,
             "max_finds": self.max_finds,
@@ -1414,6 +1485,27 @@ fn value_text(value: &Value) -> String {
     }
 }
 
+/// The words of the identifiers in a guess (at most three distinct ones, each at most 60
+/// characters, so a rambling or looping reply cannot swamp the search); `None` when there
+/// are none.
+fn guessed_words(text: &str) -> Option<String> {
+    let mut ids: Vec<&str> = Vec::new();
+    for id in text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .map(|id| id.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|id| !id.is_empty() && id.len() <= 60)
+    {
+        if !ids.iter().any(|seen| seen.eq_ignore_ascii_case(id)) {
+            ids.push(id);
+        }
+        if ids.len() == 3 {
+            break;
+        }
+    }
+    let words: Vec<String> = ids.into_iter().flat_map(crate::action::words).collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
 /// Rank constant of the fusion of embedding and word rankings (the usual 60).
 const RRF_K: f32 = 60.0;
 
@@ -1807,6 +1899,25 @@ mod tests {
             ..Conversation::new()
         };
         assert_eq!(short.recent().len(), 2);
+    }
+
+    #[test]
+    fn a_guess_is_read_as_the_words_of_at_most_three_ids() {
+        assert_eq!(
+            guessed_words("suspendUser, banUser").as_deref(),
+            Some("suspend user ban user")
+        );
+        assert_eq!(
+            guessed_words("`createBackup`, startBackup, backupSite, runBackupNow").as_deref(),
+            Some("create backup start backup backup site")
+        );
+        assert_eq!(
+            guessed_words("getTags, getTags, gettags, listTags").as_deref(),
+            Some("get tags list tags")
+        );
+        assert_eq!(guessed_words("  ,  ").as_deref(), None);
+        let long = "a".repeat(61);
+        assert_eq!(guessed_words(&long), None);
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub struct ActionSettings {
     pub k: Option<usize>,
     /// Most model turns per request (the strategy's default when `None`).
     pub max_turns: Option<usize>,
+    /// Ask the model for the operation ids it expects before each search
+    /// ([`Actions::guess`]).
+    pub guess: bool,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
@@ -322,6 +325,7 @@ fn strategy_for(
     if let Some(turns) = settings.max_turns {
         actions.max_turns = turns;
     }
+    actions.guess = settings.guess;
     Ok(actions)
 }
 

@@ -22,8 +22,12 @@ fn notes_index() -> TestIndex {
     index_of(&notes().records_jsonl(Path::new("/specs/notes.yaml")))
 }
 
+/// The strategy on the notes server. The scripts below start at the pick, so the guess of
+/// operation ids before the search is off; it is tested on its own.
 fn strategy(server: &Server, config: ExecutorConfig, confirm: Arc<dyn Confirm>) -> Actions {
-    Actions::new(notes(), executor(server, config), confirm)
+    let mut actions = Actions::new(notes(), executor(server, config), confirm);
+    actions.guess = false;
+    actions
 }
 
 /// A model line calling `operation` with `params`.
@@ -703,7 +707,8 @@ async fn inputs_that_carry_credentials_are_never_the_models() {
         credentials,
         ..ExecutorConfig::default()
     };
-    let actions = Actions::new(listed, executor(&server, config), Arc::new(AlwaysYes));
+    let mut actions = Actions::new(listed, executor(&server, config), Arc::new(AlwaysYes));
+    actions.guess = false;
     let seen = actions.apis()[0].catalog.get("listNotes").unwrap();
     assert!(seen.input("Api-Key").is_none(), "the model never sees it");
     assert!(!seen.describe().contains("Api-Key"));
@@ -756,6 +761,57 @@ async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
     assert_eq!(answer.termination, Termination::AskedUser);
     assert_eq!(executed(&answer)[1].asked, ["title"]);
     assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
+async fn the_operation_ids_the_model_guesses_are_searched_with_the_request() {
+    let server = Server::start().await;
+    let index = notes_index();
+    // No word of the request names the operation.
+    let request = "That is junk, number 7 has to go";
+    let mut places = Vec::new();
+    for guess in [false, true] {
+        let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+        actions.guess = guess;
+        let mut turns = Vec::new();
+        if guess {
+            turns.push(Turn::Reply("deleteNote, removeNote".into()));
+        }
+        turns.extend([pick("none"), respond("No."), respond("No.")]);
+        let model = ScriptedChatModel::new(turns);
+        let (answer, _) = run(&actions, &index, &model, request).await;
+        let retrieval = answer
+            .trace
+            .steps
+            .iter()
+            .find_map(|step| match step {
+                Step::Retrieve(retrieval) => Some(retrieval),
+                _ => None,
+            })
+            .expect("a search");
+        assert_eq!(
+            retrieval.query, request,
+            "the search is recorded as the request"
+        );
+        let place = retrieval
+            .hits
+            .iter()
+            .position(|hit| hit.doc_id == "deleteNote");
+        places.push(place.expect("deleteNote is ranked"));
+        if guess {
+            // The guess is a model call of its own, before the search, shown no cards.
+            let first = &model.requests.lock().unwrap()[0];
+            let prompt = render_request(first);
+            assert!(prompt.contains(&format!("Request: {request}")), "{prompt}");
+            assert!(!prompt.contains("createNote"), "{prompt}");
+            let step = &actions_of(&answer)[0];
+            assert_eq!(step.action, "guess");
+            assert_eq!(step.text.as_deref(), Some("deleteNote, removeNote"));
+            assert_eq!(step.outcome, "guessed");
+            assert_eq!(answer.trace.config["guess"], json!(true));
+        }
+    }
+    assert!(places[1] < places[0], "the guess moves it up: {places:?}");
 }
 
 #[tokio::test]

@@ -36,6 +36,10 @@ pub struct ActionFlags {
     /// operations are in the index].
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
+    /// actions: search with the request alone, without first asking the model which
+    /// operation ids it expects (one model call fewer per request).
+    #[arg(long)]
+    pub no_guess: bool,
 }
 
 /// The specs an index's action records were made from (their `spec` metadata).
@@ -119,7 +123,9 @@ pub fn strategy(
             Some(actions) => actions.with_api(catalog, executor),
         });
     }
-    Ok(strategy.expect("at least one spec"))
+    let mut strategy = strategy.expect("at least one spec");
+    strategy.guess = !flags.no_guess;
+    Ok(strategy)
 }
 
 /// The confirmation for a run: `--yes` confirms all, a terminal asks, anything else refuses

@@ -62,6 +62,10 @@ pub struct Args {
     /// With --spec: the base URL of the requests recorded [default: the spec's server].
     #[arg(long, requires = "spec")]
     base_url: Option<String>,
+    /// With --spec: search with each request alone, without first asking the model which
+    /// operation ids it expects.
+    #[arg(long, requires = "spec")]
+    no_guess: bool,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -256,6 +260,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         base_url: args.base_url.clone(),
         k: args.k,
         max_turns: args.max_cycles,
+        guess: !args.no_guess,
         retries: args.retries,
         traces: args.traces,
     };

@@ -33,6 +33,7 @@ fn call(operation: &str, params: Value) -> Turn {
     Turn::Reply(line.to_string())
 }
 
+/// The scripts start at the pick: the guess before the search is off.
 fn settings() -> ActionSettings {
     ActionSettings {
         dataset: "notes".into(),
@@ -40,6 +41,7 @@ fn settings() -> ActionSettings {
         base_url: None,
         k: None,
         max_turns: None,
+        guess: false,
         retries: 0,
         traces: true,
     }
