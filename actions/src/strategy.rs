@@ -533,33 +533,33 @@ impl Actions {
         // (and an operation can have several chunks).
         let depth = self.ranked_k * 3;
         // Per operation, its best chunk and that chunk's similarity, best first.
-        let mut dense: Vec<(String, ChunkId, f32)> = Vec::new();
-        for hit in index.search_with(&vector, depth, &options) {
-            let c = index.chunk(hit.row);
-            let id = operation_of(&c);
-            if !dense.iter().any(|(seen, ..)| *seen == id) {
-                dense.push((id, c.id(), hit.score));
+        let by_embedding = |vector: &[f32]| {
+            let mut best: Vec<(String, ChunkId, f32)> = Vec::new();
+            for hit in index.search_with(vector, depth, &options) {
+                let c = index.chunk(hit.row);
+                let id = operation_of(&c);
+                if !best.iter().any(|(seen, ..)| *seen == id) {
+                    best.push((id, c.id(), hit.score));
+                }
             }
-        }
+            best
+        };
+        let ids = |ranked: &[(String, ChunkId, f32)]| -> Vec<String> {
+            ranked.iter().map(|(id, ..)| id.clone()).collect()
+        };
         let by_words = |text: &str| {
             self.keywords.ranked(text, depth, |id| {
                 self.knows(id) && first_chunk(index, id).is_some()
             })
         };
-        let mut rankings = vec![dense.iter().map(|(id, ..)| id.clone()).collect::<Vec<_>>()];
+        let dense = by_embedding(&vector);
+        let mut rankings = vec![ids(&dense)];
         if self.hybrid {
             rankings.push(by_words(query));
         }
         if let Some(guess) = guess {
             let guessed = run.env.embedder.embed_one(guess)?;
-            let mut ranking: Vec<String> = Vec::new();
-            for hit in index.search_with(&guessed, depth, &options) {
-                let id = operation_of(&index.chunk(hit.row));
-                if !ranking.contains(&id) {
-                    ranking.push(id);
-                }
-            }
-            rankings.push(ranking);
+            rankings.push(ids(&by_embedding(&guessed)));
             if self.hybrid {
                 rankings.push(by_words(guess));
             }
