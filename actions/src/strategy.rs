@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use walkrag_core::{ChatError, ChatRequest, Completion, Message, Sampling, ToolCall, ToolDef};
+use walkrag_core::{
+    ChatError, ChatRequest, Completion, Message, Sampling, ScoreItem, ToolCall, ToolDef,
+};
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_engine::{ChunkId, ChunkRef, DocId, Index, SearchOptions};
 use walkrag_walker::jsonl::{ObjectReader, Raw};
@@ -51,6 +53,19 @@ pub const SYSTEM_PROMPT: &str = include_str!("../prompts/system.md");
 pub const TOOLS_PROMPT: &str = include_str!("../prompts/tools.md");
 /// The pick that starts a request for models without native tools: one operation id.
 pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
+
+/// The weighed pick's reading of one operation: how likely the request is as one a user
+/// sends for it (the operation's line follows the prompt).
+const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
+const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
+
+/// What a pick says when no operation fits.
+const NONE: &str = "none";
+
+/// The pick's reply for `id`, as the pick prompt asks for it.
+fn pick_object(id: &str) -> String {
+    format!(r#"{{"operation_id": {}}}"#, Value::from(id))
+}
 
 /// The most tokens a pick may take: one short object.
 const PICK_MAX_TOKENS: usize = 30;
@@ -129,6 +144,19 @@ pub struct Actions {
     /// fused with the request's rankings: on. Requests often name what they want in words the
     /// operations do not use (ban/suspend, account/user).
     pub guess: bool,
+    /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
+    /// local models),
+    /// pick the operation by weighing instead of writing its id: on. Each of the best
+    /// [`Actions::pick_k`] operations gets the likelihood of the request as a request for it
+    /// (from its line) plus [`Actions::list_weight`] times the likelihood of its id as the
+    /// pick from the list of all of them; the highest is picked. A small model that writes
+    /// a pick follows one shared word ("notifications" → `setNotificationLevel`); having to
+    /// account for every word of the request does not.
+    pub weigh: bool,
+    /// Operations weighed per pick: 10 (those the search ranks first).
+    pub pick_k: usize,
+    /// The weight of the list reading against the request reading in a weighed pick: 2.
+    pub list_weight: f32,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
     pub max_turns: usize,
@@ -161,6 +189,9 @@ impl Actions {
             ranked_k: 10,
             hybrid: true,
             guess: true,
+            weigh: true,
+            pick_k: 10,
+            list_weight: 2.0,
             max_turns: 6,
             max_invalid: 2,
             max_finds: 2,
@@ -223,8 +254,8 @@ impl Actions {
             None if self.guess => self.guess(&mut run, request).await?,
             _ => None,
         };
-        let found = self.find(&mut run, 1, &query, guess.as_deref())?;
-        let fresh = conversation.add_available(&found);
+        let ranked = self.find(&mut run, 1, &query, guess.as_deref())?;
+        let mut found: Vec<String> = ranked.iter().take(self.k).cloned().collect();
         run.record_action(ActionStep {
             cycle: 1,
             action: "find_actions".into(),
@@ -233,10 +264,26 @@ impl Actions {
             result: found.join(", "),
             ..ActionStep::default()
         });
-        if conversation.available.is_empty() {
+        if found.is_empty() && conversation.available.is_empty() {
             let text = "No API operation in the index fits this request.".to_string();
             return Ok(run.finish(text, false, Termination::NothingRetrieved, 0));
         }
+
+        // Models without native tools first pick one operation of those found, in a call of
+        // its own; their first turn then calls it (or, on a pick of none, acts freely). A
+        // weighed pick may choose an operation ranked below the cards: it takes the last
+        // card's place.
+        let mut picked = match &pending {
+            None if !tools => self.pick(&mut run, conversation, &ranked, request).await?,
+            _ => None,
+        };
+        if let Some(id) = &picked {
+            if !found.contains(id) {
+                found.truncate(self.k.saturating_sub(1));
+                found.push(id.clone());
+            }
+        }
+        let fresh = conversation.add_available(&found);
         let message = match &pending {
             // Said plainly, or a small model takes the answer for the request carried out.
             Some(earlier) => format!(
@@ -248,13 +295,6 @@ impl Actions {
             None => self.request_message(&fresh, request),
         };
         conversation.messages.push(Message::user(message));
-
-        // Models without native tools first pick one operation of those found, in a prompt
-        // of its own; their first turn then calls it (or, on a pick of none, acts freely).
-        let mut picked = match &pending {
-            None if !tools => self.pick(&mut run, conversation, &found, request).await?,
-            _ => None,
-        };
 
         let mut invalid_in_row = 0;
         let mut finds = 0;
@@ -301,7 +341,8 @@ impl Actions {
                     Call::Find { query } => {
                         finds += 1;
                         invalid_in_row = 0;
-                        let found = self.find(&mut run, turn, &query, None)?;
+                        let mut found = self.find(&mut run, turn, &query, None)?;
+                        found.truncate(self.k);
                         let fresh = conversation.add_available(&found);
                         let result = self.found_message(&fresh, &found);
                         conversation.answer(tools, &call, &result);
@@ -505,8 +546,8 @@ impl Actions {
             .join("\n\n")
     }
 
-    /// Embeds `query` and returns the `k` best operations the APIs know, best first; the
-    /// best `ranked_k` are recorded (trace, events, `ranked`). With [`Actions::hybrid`] the
+    /// Embeds `query` and returns the `ranked_k` best operations the APIs know, best first,
+    /// as recorded (trace, events, `ranked`); the first `k` are the ones shown as cards. With [`Actions::hybrid`] the
     /// order fuses the embedding ranking with the word-level one, and with a `guess` (words
     /// of the operation ids the model expects) both rankings of the guess too; each hit's
     /// score is still the embedding similarity of `query`.
@@ -608,7 +649,6 @@ impl Actions {
             hits: chunks,
             ms,
         }));
-        operations.truncate(self.k);
         Ok(operations)
     }
 
@@ -644,10 +684,107 @@ impl Actions {
         Ok(words)
     }
 
-    /// The pick: which one of the operations available (those just `found` first) carries
-    /// out `request`, as an id the model is held to where it can be (local models); `None`
-    /// when it picks none.
+    /// The pick: which operation carries out `request`, of those just `ranked` (best
+    /// first); `None` when none does. Weighed where the model can weigh and
+    /// [`Actions::weigh`] is on, else written.
     async fn pick(
+        &self,
+        run: &mut Run<'_>,
+        conversation: &Conversation,
+        ranked: &[String],
+        request: &str,
+    ) -> Result<Option<String>, StrategyError> {
+        if self.weigh && run.env.model.can_score() {
+            let weighed = &ranked[..ranked.len().min(self.pick_k)];
+            return self.pick_by_weight(run, weighed, request).await;
+        }
+        let found = &ranked[..ranked.len().min(self.k)];
+        self.pick_by_writing(run, conversation, found, request)
+            .await
+    }
+
+    /// The weighed pick ([`Actions::weigh`]): one scoring call for every candidate's two
+    /// readings, and "none" in the list reading.
+    async fn pick_by_weight(
+        &self,
+        run: &mut Run<'_>,
+        candidates: &[String],
+        request: &str,
+    ) -> Result<Option<String>, StrategyError> {
+        let lines: Vec<(&String, String)> = candidates
+            .iter()
+            .filter_map(|id| self.lookup(id).map(|(action, _)| (id, action.line())))
+            .collect();
+        if lines.is_empty() {
+            return Ok(None);
+        }
+        let list: Vec<&str> = lines.iter().map(|(_, line)| line.as_str()).collect();
+        let list_prompt = vec![
+            Message::system(PICK_PROMPT.trim()),
+            Message::user(format!(
+                "Operations:\n{}\n\nRequest: {request}",
+                list.join("\n")
+            )),
+        ];
+        let mut items: Vec<ScoreItem> = lines
+            .iter()
+            .map(|(_, line)| ScoreItem {
+                messages: vec![
+                    Message::system(ASKED_SYSTEM),
+                    Message::user(format!("{ASKED_PROMPT}\nOperation: {line}")),
+                ],
+                continuation: request.to_string(),
+            })
+            .collect();
+        items.extend(
+            lines
+                .iter()
+                .map(|(id, _)| id.as_str())
+                .chain([NONE])
+                .map(|id| ScoreItem {
+                    messages: list_prompt.clone(),
+                    continuation: pick_object(id),
+                }),
+        );
+        let scores = run.score(1, "pick", items).await?;
+        let n = lines.len();
+        let (asked, listed) = scores.split_at(n);
+        let total: Vec<f32> = asked
+            .iter()
+            .zip(listed)
+            .map(|(a, l)| a + self.list_weight * l)
+            .collect();
+        let best = (0..n)
+            .max_by(|&i, &j| total[i].total_cmp(&total[j]))
+            .expect("a line at least");
+        let none_listed = listed[n] > listed[..n].iter().copied().fold(f32::MIN, f32::max);
+        let picked = (!none_listed).then(|| lines[best].0.clone());
+        let text = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| {
+                format!(
+                    "{id}: request {:.2}, list {:.2}, total {:.2}",
+                    asked[i], listed[i], total[i]
+                )
+            })
+            .chain([format!("none: list {:.2}", listed[n])])
+            .collect::<Vec<_>>()
+            .join("\n");
+        run.record_action(ActionStep {
+            cycle: 1,
+            action: "pick".into(),
+            operation_id: picked.clone(),
+            text: Some(text),
+            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
+            ..ActionStep::default()
+        });
+        Ok(picked)
+    }
+
+    /// The written pick: the model writes one id of the operations available (those just
+    /// `found` first), held to them where it can be (local models).
+    async fn pick_by_writing(
         &self,
         run: &mut Run<'_>,
         conversation: &Conversation,
@@ -676,7 +813,7 @@ impl Actions {
             openings: ids
                 .iter()
                 .map(String::as_str)
-                .chain(["none"])
+                .chain([NONE])
                 .map(|id| format!(r#"{{"operation_id": {}"#, Value::from(id)))
                 .collect(),
             ..ChatRequest::default()
@@ -956,6 +1093,9 @@ impl Strategy for Actions {
             "ranked_k": self.ranked_k,
             "hybrid": self.hybrid,
             "guess": self.guess,
+            "weigh": self.weigh,
+            "pick_k": self.pick_k,
+            "list_weight": self.list_weight,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,
             "max_finds": self.max_finds,
@@ -1743,6 +1883,28 @@ impl<'s> Run<'s> {
             self.cost.add_call(out.usage);
         }
         result
+    }
+
+    /// Asks the model to weigh `items` and records the call.
+    async fn score(
+        &mut self,
+        cycle: usize,
+        purpose: &str,
+        items: Vec<ScoreItem>,
+    ) -> Result<Vec<f32>, ChatError> {
+        let n = items.len();
+        let (result, call) = llm::score(self.env.model, cycle, purpose, items).await;
+        self.trace.steps.push(Step::Score(call));
+        let scores = result?;
+        self.cost.add_call(scores.usage);
+        if scores.scores.len() != n {
+            return Err(ChatError::Permanent(format!(
+                "{} weighed {} of {n} continuations",
+                self.env.model.id(),
+                scores.scores.len()
+            )));
+        }
+        Ok(scores.scores)
     }
 
     /// The answer: `text` to the user (also sent as one `token` event).

@@ -214,6 +214,27 @@ impl ChatError {
 /// generation.
 pub type DeltaStream = Pin<Box<dyn Stream<Item = Result<Delta, ChatError>> + Send>>;
 
+/// A prompt and a continuation of it to weigh: how likely the model finds `continuation` as
+/// the start of its reply to `messages`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ScoreItem {
+    pub messages: Vec<Message>,
+    pub continuation: String,
+}
+
+/// How likely a model found each of a set of [`ScoreItem`]s.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Scores {
+    /// Each continuation's summed log-probability (natural log), in the items' order.
+    pub scores: Vec<f32>,
+    /// `prompt_tokens`: the tokens the model ran (a start shared with the item before may
+    /// be run once); nothing is generated.
+    pub usage: Usage,
+}
+
+/// What [`ChatModel::score`] returns.
+pub type ScoreFuture = Pin<Box<dyn Future<Output = Result<Scores, ChatError>> + Send>>;
+
 /// A chat model.
 pub trait ChatModel: Send + Sync {
     /// What to call it in traces and reports (`local:qwen2.5-coder-0.5b`, `openai:gpt-4o-mini`).
@@ -228,6 +249,20 @@ pub trait ChatModel: Send + Sync {
     /// Starts generating. Errors that happen before the first token (a prompt that is too
     /// long, a refused request) come as the stream's first item.
     fn stream(&self, request: ChatRequest) -> DeltaStream;
+
+    /// Whether [`ChatModel::score`] works (models whose token probabilities we can read).
+    fn can_score(&self) -> bool {
+        false
+    }
+
+    /// How likely the model finds each item's continuation after its prompt. Strategies
+    /// choose among fixed options this way where a model allows it ([`ChatModel::can_score`]);
+    /// the default says it cannot.
+    fn score(&self, items: Vec<ScoreItem>) -> ScoreFuture {
+        let _ = items;
+        let error = ChatError::Permanent(format!("{} cannot weigh continuations", self.id()));
+        Box::pin(std::future::ready(Err(error)))
+    }
 }
 
 /// A finished answer: the deltas of a stream put together.

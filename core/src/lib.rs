@@ -11,7 +11,7 @@ mod hash;
 pub use catalog::{models_dir, Catalog, CatalogModel, ModelKind};
 pub use chat::{
     ChatError, ChatModel, ChatRequest, Completion, Delta, DeltaStream, FinishReason, Message, Role,
-    Sampling, StopMatcher, ToolCall, ToolDef, Usage,
+    Sampling, ScoreFuture, ScoreItem, Scores, StopMatcher, ToolCall, ToolDef, Usage,
 };
 pub use embedder::{EmbedError, Embedder, Embeddings};
 pub use hash::sha256_file;

@@ -156,6 +156,9 @@ pub struct ActionSettings {
     /// Ask the model for the operation ids it expects before each search
     /// ([`Actions::guess`]).
     pub guess: bool,
+    /// Weigh the operations found instead of having the model write its pick, where the
+    /// model can weigh ([`Actions::weigh`]).
+    pub weigh: bool,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
@@ -326,6 +329,7 @@ fn strategy_for(
         actions.max_turns = turns;
     }
     actions.guess = settings.guess;
+    actions.weigh = settings.weigh;
     Ok(actions)
 }
 

@@ -17,7 +17,7 @@ use candle_transformers::generation::LogitsProcessor;
 use walkrag_core::chat::StopCheck;
 use walkrag_core::{
     ChatError, ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Message, Role,
-    StopMatcher, Usage,
+    ScoreFuture, ScoreItem, Scores, StopMatcher, Usage,
 };
 
 use crate::channel::{self, Sender};
@@ -143,6 +143,12 @@ impl LocalModel {
         })
     }
 
+    /// How likely the model finds each item's continuation after its prompt, on the calling
+    /// thread: summed log-probabilities, in the items' order.
+    pub fn score_blocking(&self, items: &[ScoreItem]) -> Result<Scores, ChatError> {
+        self.inner.score(items)
+    }
+
     /// Generates on the calling thread, handing each delta to `emit`; stops early (without
     /// error) when `emit` returns false.
     pub fn generate(
@@ -183,6 +189,17 @@ impl Inner {
         ids: &[u32],
         pos: usize,
     ) -> Result<Vec<f32>, ChatError> {
+        self.forward_tail(weights, ids, pos, 1)
+    }
+
+    /// [`Inner::forward`] with the logits after each of the last `tail` ids.
+    fn forward_tail(
+        &self,
+        weights: &mut Weights,
+        ids: &[u32],
+        pos: usize,
+        tail: usize,
+    ) -> Result<Vec<f32>, ChatError> {
         if ids.is_empty() {
             return Err(ChatError::Permanent("no tokens to run".into()));
         }
@@ -205,7 +222,64 @@ impl Inner {
                 w.state.len()
             )));
         }
-        Ok(w.model.forward(&mut w.state, &w.pool, ids, pos))
+        Ok(w.model.forward_tail(&mut w.state, &w.pool, ids, pos, tail))
+    }
+
+    /// The summed log-probability (natural log) of each item's continuation after its
+    /// prompt. The KV cache is kept across items: a prompt sharing its start with the one
+    /// before (the same system prompt) runs only from where they differ.
+    fn score(&self, items: &[ScoreItem]) -> Result<Scores, ChatError> {
+        let mut weights = self.weights.lock().map_err(|_| poisoned())?;
+        let mut cached: Vec<u32> = Vec::new();
+        let mut scores = Vec::with_capacity(items.len());
+        let mut ran = 0;
+        for item in items {
+            let mut ids = self.prompt_ids(&ChatRequest {
+                messages: item.messages.clone(),
+                ..ChatRequest::default()
+            })?;
+            let prompt_len = ids.len();
+            if prompt_len == 0 {
+                return Err(ChatError::Permanent(
+                    "an empty prompt to score after".into(),
+                ));
+            }
+            let continuation = self
+                .tokenizer
+                .encode(&item.continuation)
+                .map_err(|e| ChatError::Permanent(format!("tokenizer failed: {e}")))?;
+            if continuation.is_empty() {
+                scores.push(0.0);
+                continue;
+            }
+            ids.extend_from_slice(&continuation);
+            // The logits after the prompt's last token and after each continuation token but
+            // the last predict the continuation's tokens; at least one id runs anew.
+            let shared = cached
+                .iter()
+                .zip(&ids)
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(prompt_len - 1);
+            let run = &ids[shared..ids.len() - 1];
+            ran += run.len();
+            let logits = self.forward_tail(&mut weights, run, shared, continuation.len())?;
+            let vocab = logits.len() / continuation.len();
+            let total: f32 = logits
+                .chunks_exact(vocab)
+                .zip(&continuation)
+                .map(|(row, &next)| log_softmax_at(row, next as usize))
+                .sum();
+            scores.push(total);
+            cached = ids[..ids.len() - 1].to_vec();
+        }
+        Ok(Scores {
+            scores,
+            usage: Usage {
+                prompt_tokens: ran,
+                completion_tokens: 0,
+            },
+        })
     }
 
     fn prompt_ids(&self, request: &ChatRequest) -> Result<Vec<u32>, ChatError> {
@@ -320,6 +394,13 @@ impl Inner {
     }
 }
 
+/// `ln softmax(logits)[at]`.
+fn log_softmax_at(logits: &[f32], at: usize) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    logits[at] - max - sum.ln()
+}
+
 /// The openings a completion must start with (`ChatRequest::openings`), as bytes. Checked
 /// on text, not on one tokenization: a token may end past an opening (`",` after an id
 /// opening that ends with `"`), so the model writes the opening the way it would tokenize it.
@@ -398,6 +479,26 @@ impl ChatModel for LocalModel {
             .spawn(move || run(model, request, tx))
             .expect("spawn a generation thread");
         stream
+    }
+
+    fn can_score(&self) -> bool {
+        true
+    }
+
+    /// On a thread of its own, like generation.
+    fn score(&self, items: Vec<ScoreItem>) -> ScoreFuture {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let model = self.clone();
+        std::thread::Builder::new()
+            .name("walkrag-score".into())
+            .spawn(move || {
+                let _ = tx.send(model.score_blocking(&items));
+            })
+            .expect("spawn a scoring thread");
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err(ChatError::Permanent("the scoring thread died".into())))
+        })
     }
 }
 

@@ -132,13 +132,14 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
 
     let mut calls = String::new();
     for step in &answer.trace.steps {
-        if let Step::Llm(call) = step {
-            let prompt: String = call
-                .messages
-                .iter()
-                .map(|m| format!("── {} ──\n{}\n", m.role.as_str(), m.content))
-                .collect();
-            let _ = writeln!(
+        match step {
+            Step::Llm(call) => {
+                let prompt: String = call
+                    .messages
+                    .iter()
+                    .map(|m| format!("── {} ──\n{}\n", m.role.as_str(), m.content))
+                    .collect();
+                let _ = writeln!(
                 calls,
                 "<details><summary>cycle {} · {} · {} prompt + {} completion tokens · {:.1} s{}</summary><pre>{}</pre><h4>completion</h4><pre>{}</pre></details>",
                 call.cycle,
@@ -153,6 +154,40 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
                 escape(&prompt),
                 escape(&call.completion)
             );
+            }
+            Step::Score(call) => {
+                // One line per continuation weighed: its score, then what it continues (the
+                // prompt's last line) and itself.
+                let lines: String = call
+                    .items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let score = call.scores.get(i).map_or("-".into(), |s| format!("{s:.2}"));
+                        let last = item
+                            .messages
+                            .last()
+                            .and_then(|m| m.content.lines().last())
+                            .unwrap_or_default();
+                        format!("{score:>8}  {last} ⟶ {}\n", item.continuation)
+                    })
+                    .collect();
+                let _ = writeln!(
+                calls,
+                "<details><summary>cycle {} · {} · {} continuations weighed · {} prompt tokens · {:.1} s{}</summary><pre>{}</pre></details>",
+                call.cycle,
+                escape(&call.purpose),
+                call.items.len(),
+                call.usage.prompt_tokens,
+                call.ms as f64 / 1000.0,
+                call.error
+                    .as_deref()
+                    .map(|e| format!(" · {}", escape(e)))
+                    .unwrap_or_default(),
+                escape(&lines)
+            );
+            }
+            _ => {}
         }
     }
     let usage = answer.usage;

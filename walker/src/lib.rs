@@ -48,7 +48,9 @@ pub use strategy::{
     AVAILABLE, STRATEGY_NAMES,
 };
 pub use toc::Toc;
-pub use trace::{ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, Step, Trace};
+pub use trace::{
+    ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, ScoreCall, Step, Trace,
+};
 pub use walk::{Walk, LINKS_QUERY};
 
 /// The dot product: the cosine of two unit-length vectors (what the index stores and the

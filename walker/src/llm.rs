@@ -2,10 +2,12 @@
 
 use std::time::Instant;
 
-use walkrag_core::{chat, ChatError, ChatModel, ChatRequest, Completion, Delta, FinishReason};
+use walkrag_core::{
+    chat, ChatError, ChatModel, ChatRequest, Completion, Delta, FinishReason, ScoreItem, Scores,
+};
 
 use crate::control::Control;
-use crate::trace::LlmCall;
+use crate::trace::{LlmCall, ScoreCall};
 
 /// Streams `request` to `model`, giving each piece of text to `on_text` as it arrives, and
 /// returns the completion with the call's record for the trace. When `control` says stop,
@@ -81,6 +83,31 @@ pub async fn call(
     let result = match failure {
         Some(e) => Err(e),
         None => Ok(out),
+    };
+    (result, call)
+}
+
+/// Asks `model` to weigh `items` ([`ChatModel::score`]) and returns the scores with the
+/// call's trace record.
+pub async fn score(
+    model: &dyn ChatModel,
+    cycle: usize,
+    purpose: &str,
+    items: Vec<ScoreItem>,
+) -> (Result<Scores, ChatError>, ScoreCall) {
+    let started = Instant::now();
+    let result = model.score(items.clone()).await;
+    let call = ScoreCall {
+        cycle,
+        purpose: purpose.to_string(),
+        items,
+        scores: result
+            .as_ref()
+            .map(|s| s.scores.clone())
+            .unwrap_or_default(),
+        usage: result.as_ref().map(|s| s.usage).unwrap_or_default(),
+        ms: started.elapsed().as_millis() as u64,
+        error: result.as_ref().err().map(ToString::to_string),
     };
     (result, call)
 }

@@ -13,7 +13,7 @@ use crate::{Env, Event, SearchParams};
 use futures_core::Stream;
 use walkrag_core::{
     ChatError, ChatModel, ChatRequest, Delta, DeltaStream, EmbedError, Embedder, Embeddings,
-    FinishReason, ToolCall, Usage,
+    FinishReason, ScoreFuture, ScoreItem, Scores, ToolCall, Usage,
 };
 use walkrag_engine::{Index, Quiet, UpdateOptions};
 
@@ -81,7 +81,14 @@ pub struct ScriptedChatModel {
     pub context_length: usize,
     /// What `supports_tools` says (false unless made [`with_tools`](Self::with_tools)).
     pub tools: bool,
+    /// How it weighs continuations, when made [`with_scores`](Self::with_scores).
+    scorer: Option<Scorer>,
+    /// Every item it was asked to weigh.
+    pub scored: Mutex<Vec<ScoreItem>>,
 }
+
+/// A fixed rule giving each [`ScoreItem`] its log-probability.
+type Scorer = Box<dyn Fn(&ScoreItem) -> f32 + Send + Sync>;
 
 impl ScriptedChatModel {
     pub fn new(turns: Vec<Turn>) -> Self {
@@ -90,7 +97,18 @@ impl ScriptedChatModel {
             requests: Mutex::new(Vec::new()),
             context_length: 100_000,
             tools: false,
+            scorer: None,
+            scored: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same model, weighing continuations by `scorer` (and saying it can).
+    pub fn with_scores(
+        mut self,
+        scorer: impl Fn(&ScoreItem) -> f32 + Send + Sync + 'static,
+    ) -> Self {
+        self.scorer = Some(Box::new(scorer));
+        self
     }
 
     /// The same model, saying it takes tools natively.
@@ -118,6 +136,23 @@ impl ChatModel for ScriptedChatModel {
     }
     fn supports_tools(&self) -> bool {
         self.tools
+    }
+    fn can_score(&self) -> bool {
+        self.scorer.is_some()
+    }
+    fn score(&self, items: Vec<ScoreItem>) -> ScoreFuture {
+        let result = match &self.scorer {
+            Some(scorer) => Ok(Scores {
+                scores: items.iter().map(scorer).collect(),
+                usage: Usage {
+                    prompt_tokens: items.len(),
+                    completion_tokens: 0,
+                },
+            }),
+            None => Err(ChatError::Permanent("test:scripted cannot weigh".into())),
+        };
+        self.scored.lock().unwrap().extend(items);
+        Box::pin(std::future::ready(result))
     }
     fn stream(&self, request: ChatRequest) -> DeltaStream {
         let prompt_tokens = Self::prompt_tokens(&request);

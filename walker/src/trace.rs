@@ -1,7 +1,7 @@
 //! The trace: every retrieval and every LLM call of one question, in order.
 
 use serde::{Deserialize, Serialize};
-use walkrag_core::{FinishReason, Message, Usage};
+use walkrag_core::{FinishReason, Message, ScoreItem, Usage};
 use walkrag_engine::ChunkId;
 
 /// Everything a strategy did for one question.
@@ -24,6 +24,8 @@ pub struct Trace {
 pub enum Step {
     Retrieve(Retrieval),
     Llm(LlmCall),
+    /// A model call that weighed fixed continuations instead of writing one.
+    Score(ScoreCall),
     Fact(Fact),
     Descriptor(Descriptor),
     /// Model output that was neither a fact, a descriptor nor a verdict.
@@ -47,6 +49,22 @@ pub enum Step {
     },
     /// An action of the `actions` strategy and what came of it.
     Action(ActionStep),
+}
+
+/// A call that asked the model how likely it finds fixed continuations of prompts
+/// ([`walkrag_core::ChatModel::score`]): what the `actions` pick does with local models.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ScoreCall {
+    pub cycle: usize,
+    /// What the call was for (`pick`).
+    pub purpose: String,
+    pub items: Vec<ScoreItem>,
+    /// Each item's summed log-probability, in order (empty when the call failed).
+    pub scores: Vec<f32>,
+    pub usage: Usage,
+    pub ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One action the `actions` strategy took for the model (`find_actions`, `execute_action`,

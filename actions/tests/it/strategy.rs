@@ -9,8 +9,10 @@ use walkrag_actions::{
     Actions, AlwaysNo, AlwaysYes, AuditLog, Catalog, Confirm, Conversation, Credentials,
     ExecutorConfig, RequestPreview,
 };
-use walkrag_core::{ChatRequest, Role, ToolCall};
+use walkrag_core::{ChatRequest, Role, ScoreItem, ToolCall};
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
+use walkrag_walker::graph::Graph;
+use walkrag_walker::html;
 use walkrag_walker::testing::{env, index_of, render_request, ScriptedChatModel, TestIndex, Turn};
 use walkrag_walker::{ActionStep, Answer, Event, Step, Strategy, Termination};
 
@@ -855,4 +857,160 @@ async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
         let same = dense.iter().find(|d| d.chunk_id == hit.chunk_id).unwrap();
         assert!((hit.score - same.score).abs() < 1e-6, "{hit:?} vs {same:?}");
     }
+}
+
+/// A scripted model weighing by fixed figures: the request as one sent for each operation
+/// (`asked`, by id; -20 for the rest) and each id (or `none`) as the pick from the list
+/// (`listed`; -8 for the rest).
+fn weighing(
+    turns: Vec<Turn>,
+    asked: &'static [(&'static str, f32)],
+    listed: &'static [(&'static str, f32)],
+) -> ScriptedChatModel {
+    ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
+        let user = &item.messages.last().expect("a prompt").content;
+        if user.starts_with("Operations:") {
+            listed
+                .iter()
+                .find(|(id, _)| item.continuation == format!(r#"{{"operation_id": "{id}"}}"#))
+                .map_or(-8.0, |(_, s)| *s)
+        } else {
+            asked
+                .iter()
+                .find(|(id, _)| user.contains(&format!("Operation: {id}:")))
+                .map_or(-20.0, |(_, s)| *s)
+        }
+    })
+}
+
+fn pick_step(answer: &Answer) -> ActionStep {
+    actions_of(answer)
+        .into_iter()
+        .find(|a| a.action == "pick")
+        .expect("a pick")
+}
+
+#[tokio::test]
+async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
+    let server = Server::start().await;
+    let index = notes_index();
+    // No word of the request names the operation: the search does not rank it first.
+    let request = "back up everything I wrote";
+    // Read as a request, getNote fits best; as the pick from the list, exportNotes. Twice
+    // the list reading makes exportNotes the pick (-10 + 2 × -1 against -3 + 2 × -6); the
+    // request reading alone, getNote.
+    const ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -10.0)];
+    const LISTED: &[(&str, f32)] = &[("exportNotes", -1.0), ("getNote", -6.0), ("none", -10.0)];
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.k = 1;
+    let model = weighing(
+        vec![call("exportNotes", json!({})), respond("Exported.")],
+        ASKED,
+        LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+
+    let found = actions_of(&answer)[0].clone();
+    assert_eq!(found.action, "find_actions");
+    assert_ne!(found.result, "exportNotes", "ranked first by the search");
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
+    assert_eq!(pick.outcome, "picked");
+    let text = pick.text.expect("the weights");
+    assert!(
+        text.contains("exportNotes: request -10.00, list -1.00, total -12.00"),
+        "{text}"
+    );
+    assert!(text.ends_with("none: list -10.00"), "{text}");
+
+    // One scoring call: both readings of every operation ranked, and none.
+    let weighed = text.lines().count() - 1;
+    assert!(weighed > 1 && weighed <= actions.pick_k, "{text}");
+    let calls: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Score(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].items.len(), 2 * weighed + 1);
+    assert_eq!(model.scored.lock().unwrap().len(), 2 * weighed + 1);
+    assert_eq!(answer.usage.llm_calls, 3, "the weighing and two turns");
+    // The HTML trace shows each continuation weighed with its score.
+    let page = html::render(&answer, &Graph::of(&answer, &index.index));
+    assert!(
+        page.contains(&format!("pick · {} continuations weighed", 2 * weighed + 1)),
+        "{page}"
+    );
+    assert!(page.contains(
+        "-1.00  Request: back up everything I wrote ⟶ {&quot;operation_id&quot;: &quot;exportNotes&quot;}"
+    ));
+
+    // The pick takes the only card's place, and the first turn is held to calling it.
+    let first = model.requests.lock().unwrap()[0].clone();
+    let prompt = render_request(&first);
+    assert!(prompt.contains("exportNotes — GET /export"), "{prompt}");
+    assert!(!prompt.contains(&format!("{} —", found.result)), "{prompt}");
+    assert_eq!(
+        first.openings,
+        [r#"{"action": "execute_action", "operation_id": "exportNotes""#]
+    );
+    assert_eq!(
+        executed(&answer)[0].operation_id.as_deref(),
+        Some("exportNotes")
+    );
+    assert!(answer.found);
+
+    // Weighing the request reading alone picks getNote.
+    actions.list_weight = 0.0;
+    let model = weighing(
+        vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
+        ASKED,
+        LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert_eq!(pick_step(&answer).operation_id.as_deref(), Some("getNote"));
+    assert_eq!(answer.trace.config["list_weight"], json!(0.0));
+}
+
+#[tokio::test]
+async fn none_first_in_the_list_reading_leaves_the_first_turn_free() {
+    let server = Server::start().await;
+    let index = notes_index();
+    const ASKED: &[(&str, f32)] = &[("deleteNote", -2.0)];
+    const LISTED: &[(&str, f32)] = &[("none", -0.5), ("deleteNote", -1.0)];
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let model = weighing(
+        vec![respond("Which note?"), respond("Which note?")],
+        ASKED,
+        LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, "delete a note").await;
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id, None);
+    assert_eq!(pick.outcome, "none");
+    let requests = model.requests.lock().unwrap();
+    assert!(
+        requests[0].openings.len() > 2,
+        "every operation found and the other actions open the turn: {:?}",
+        requests[0].openings
+    );
+}
+
+#[tokio::test]
+async fn with_weighing_off_a_weighing_model_writes_its_pick() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.weigh = false;
+    let model = weighing(vec![pick("none"), respond("No."), respond("No.")], &[], &[]);
+    let (answer, _) = run(&actions, &index, &model, "delete a note").await;
+    assert!(model.scored.lock().unwrap().is_empty());
+    assert_eq!(pick_step(&answer).outcome, "none");
+    let requests = model.requests.lock().unwrap();
+    assert!(render_request(&requests[0]).contains("Reply with exactly one JSON object"));
+    assert_eq!(answer.trace.config["weigh"], json!(false));
 }

@@ -40,6 +40,11 @@ pub struct ActionFlags {
     /// operation ids it expects (one model call fewer per request).
     #[arg(long)]
     pub no_guess: bool,
+    /// actions: have a local model write the id of the operation it picks instead of
+    /// weighing every operation found (the weighed pick costs a few seconds more per request
+    /// and picks better; models over HTTP always write).
+    #[arg(long)]
+    pub no_weigh: bool,
 }
 
 /// The specs an index's action records were made from (their `spec` metadata).
@@ -125,6 +130,7 @@ pub fn strategy(
     }
     let mut strategy = strategy.expect("at least one spec");
     strategy.guess = !flags.no_guess;
+    strategy.weigh = !flags.no_weigh;
     Ok(strategy)
 }
 

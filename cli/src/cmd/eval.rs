@@ -66,6 +66,10 @@ pub struct Args {
     /// operation ids it expects.
     #[arg(long, requires = "spec")]
     no_guess: bool,
+    /// With --spec: have a local model write the id of the operation it picks instead of
+    /// weighing every operation found.
+    #[arg(long, requires = "spec")]
+    no_weigh: bool,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -261,6 +265,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         k: args.k,
         max_turns: args.max_cycles,
         guess: !args.no_guess,
+        weigh: !args.no_weigh,
         retries: args.retries,
         traces: args.traces,
     };

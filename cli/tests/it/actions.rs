@@ -207,6 +207,13 @@ fn eval_of_api_requests_writes_the_contract_files_and_ask_runs_dry() {
     assert_eq!(events[1]["type"], "retrieved");
     assert_eq!(events[2]["type"], "action");
     assert_eq!(events[2]["action"], "find_actions");
+    // A local model weighs the operations found rather than writing its pick.
+    assert_eq!(events[3]["action"], "pick");
+    let weights = events[3]["text"].as_str().unwrap();
+    assert!(
+        weights.contains(", list ") && weights.contains("none: list "),
+        "{weights}"
+    );
     let answer = events.last().unwrap();
     assert_eq!(answer["type"], "answer");
     assert!(answer["usage"]["llm_calls"].as_u64().unwrap() <= 3);

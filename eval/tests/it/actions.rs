@@ -33,7 +33,8 @@ fn call(operation: &str, params: Value) -> Turn {
     Turn::Reply(line.to_string())
 }
 
-/// The scripts start at the pick: the guess before the search is off.
+/// The scripts start at the pick, written: the guess before the search and the weighed pick
+/// are off.
 fn settings() -> ActionSettings {
     ActionSettings {
         dataset: "notes".into(),
@@ -42,6 +43,7 @@ fn settings() -> ActionSettings {
         k: None,
         max_turns: None,
         guess: false,
+        weigh: false,
         retries: 0,
         traces: true,
     }

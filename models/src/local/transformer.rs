@@ -416,9 +416,16 @@ fn quantize_with(
 }
 
 impl Model {
-    /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the
-    /// logits after the last one.
-    pub fn forward(&self, state: &mut State, pool: &Pool, ids: &[u32], pos: usize) -> Vec<f32> {
+    /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the logits after each of the last `tail` of them
+    /// (at least one, at most all), `tail × vocab` values, one row per token in order.
+    pub fn forward_tail(
+        &self,
+        state: &mut State,
+        pool: &Pool,
+        ids: &[u32],
+        pos: usize,
+        tail: usize,
+    ) -> Vec<f32> {
         let c = &self.config;
         let (t_n, dim, hd) = (ids.len(), c.dim, c.head_dim);
         let (q_dim, kv_dim) = (c.q_dim(), c.kv_dim());
@@ -563,20 +570,20 @@ impl Model {
             matmul(pool, &layer.down, &s.acts, &mut s.tmp);
         }
         s.len = pos + t_n;
-        // The last token only: final residual, norm, output projection.
-        let last = (t_n - 1) * dim;
-        let mut xn = vec![0f32; dim];
-        for (x, d) in s.x[last..last + dim]
-            .iter_mut()
-            .zip(&s.tmp[last..last + dim])
-        {
-            *x += d;
+        // The last `tail` tokens only: final residual, norm, output projection.
+        let tail = tail.clamp(1, t_n);
+        let mut xn = vec![0f32; tail * dim];
+        for (t, xn) in (t_n - tail..t_n).zip(xn.chunks_exact_mut(dim)) {
+            let row = t * dim..(t + 1) * dim;
+            for (x, d) in s.x[row.clone()].iter_mut().zip(&s.tmp[row.clone()]) {
+                *x += d;
+            }
+            rms_norm(&s.x[row], &self.out_norm, c.norm_eps, xn);
         }
-        rms_norm(&s.x[last..last + dim], &self.out_norm, c.norm_eps, &mut xn);
-        s.acts.reset(1, dim);
+        s.acts.reset(tail, dim);
         s.acts.quantize(&xn);
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        let mut logits = vec![0f32; head.rows];
+        let mut logits = vec![0f32; tail * head.rows];
         matmul(pool, head, &s.acts, &mut logits);
         logits
     }

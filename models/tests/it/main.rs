@@ -3,6 +3,7 @@
 //! (`scripts/fetch-models.sh smollm2-135m qwen2.5-coder-0.5b`).
 
 mod generate;
+mod score;
 mod tokenizer;
 
 use std::path::PathBuf;
