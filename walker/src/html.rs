@@ -147,10 +147,7 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
                 call.usage.prompt_tokens,
                 call.usage.completion_tokens,
                 call.ms as f64 / 1000.0,
-                call.error
-                    .as_deref()
-                    .map(|e| format!(" · {}", escape(e)))
-                    .unwrap_or_default(),
+                failed(call.error.as_deref()),
                 escape(&prompt),
                 escape(&call.completion)
             );
@@ -180,10 +177,7 @@ pub fn render(answer: &Answer, graph: &Graph) -> String {
                 call.items.len(),
                 call.usage.prompt_tokens,
                 call.ms as f64 / 1000.0,
-                call.error
-                    .as_deref()
-                    .map(|e| format!(" · {}", escape(e)))
-                    .unwrap_or_default(),
+                failed(call.error.as_deref()),
                 escape(&lines)
             );
             }
@@ -277,6 +271,13 @@ fn wrap(text: &str, width: usize, lines: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// A call summary's ending for the error a call failed with, if any.
+fn failed(error: Option<&str>) -> String {
+    error
+        .map(|e| format!(" · {}", escape(e)))
+        .unwrap_or_default()
 }
 
 /// `text` safe inside HTML or SVG text and attribute values.
