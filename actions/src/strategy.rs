@@ -59,6 +59,16 @@ pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
 const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
 const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
 
+/// How far a weighed pick's shortlist leans on the best ranks of each ranking it fuses (the
+/// search's and the request reading's): reciprocal rank fusion's k, low so the two firsts
+/// count.
+const SHORTLIST_RRF_K: f32 = 20.0;
+
+/// How much likelier (log-probability, nats) "none" must read than every listed operation
+/// for a weighed pick to pick none: 1, about 2.7 times. A small model reads "none" first for
+/// requests an operation on the list does fit.
+const NONE_MARGIN: f32 = 1.0;
+
 /// What a pick says when no operation fits.
 const NONE: &str = "none";
 
@@ -145,15 +155,20 @@ pub struct Actions {
     /// operations do not use (ban/suspend, account/user).
     pub guess: bool,
     /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
-    /// local models),
-    /// pick the operation by weighing instead of writing its id: on. Each of the best
-    /// [`Actions::pick_k`] operations gets the likelihood of the request as a request for it
-    /// (from its line) plus [`Actions::list_weight`] times the likelihood of its id as the
-    /// pick from the list of all of them; the highest is picked. A small model that writes
-    /// a pick follows one shared word ("notifications" → `setNotificationLevel`); having to
-    /// account for every word of the request does not.
+    /// local models), pick the operation by weighing instead of writing its id: on. Each of
+    /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
+    /// request as a request for it (from its line); the [`Actions::pick_k`] best by that
+    /// reading and the search together are then read as a list, and each gets
+    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list; the
+    /// highest sum is picked. A small model that writes a pick follows one shared word
+    /// ("notifications" → `setNotificationLevel`); having to account for every word of the
+    /// request does not, and it reaches operations the search ranks far down ("end every
+    /// session" → `logOutUser`).
     pub weigh: bool,
-    /// Operations weighed per pick: 10 (those the search ranks first).
+    /// Operations whose request reading is weighed per pick: 30 of the search's ranking.
+    pub pool: usize,
+    /// Operations read as a list per weighed pick: 10 (the best of the pool by the request
+    /// reading's rank fused with the search's).
     pub pick_k: usize,
     /// The weight of the list reading against the request reading in a weighed pick: 2.
     pub list_weight: f32,
@@ -190,6 +205,7 @@ impl Actions {
             hybrid: true,
             guess: true,
             weigh: true,
+            pool: 30,
             pick_k: 10,
             list_weight: 2.0,
             max_turns: 6,
@@ -546,9 +562,9 @@ impl Actions {
             .join("\n\n")
     }
 
-    /// Embeds `query` and returns the `ranked_k` best operations the APIs know, best first,
-    /// as recorded (trace, events, `ranked`); the first `k` are the ones shown as cards. With [`Actions::hybrid`] the
-    /// order fuses the embedding ranking with the word-level one, and with a `guess` (words
+    /// Embeds `query` and returns the best operations the APIs know, best first: the first
+    /// `ranked_k` as recorded (trace, events, `ranked`), then on to a weighed pick's `pool`;
+    /// the first `k` are the ones shown as cards. With [`Actions::hybrid`] the order fuses the embedding ranking with the word-level one, and with a `guess` (words
     /// of the operation ids the model expects) both rankings of the guess too; each hit's
     /// score is still the embedding similarity of `query`.
     fn find(
@@ -571,8 +587,9 @@ impl Actions {
         };
         let index = run.env.index;
         // Each ranking looks further than `ranked_k` so that fusion has something to fuse
-        // (and an operation can have several chunks).
-        let depth = self.ranked_k * 3;
+        // (and an operation can have several chunks), and at least as far as a weighed
+        // pick's pool.
+        let depth = (self.ranked_k * 3).max(self.pool);
         // Per operation, its best chunk and that chunk's similarity, best first.
         let by_embedding = |vector: &[f32]| {
             let mut best: Vec<(String, ChunkId, f32)> = Vec::new();
@@ -612,10 +629,10 @@ impl Actions {
                 .map(|(id, _)| id)
                 .collect(),
         };
-        operations.truncate(self.ranked_k);
+        operations.truncate(self.ranked_k.max(self.pool));
 
         let mut chunks: Vec<RetrievedChunk> = Vec::new();
-        for id in &operations {
+        for id in operations.iter().take(self.ranked_k) {
             let (chunk, score) = match dense.iter().find(|(seen, ..)| seen == id) {
                 Some(&(_, chunk, score)) => (chunk, score),
                 None => {
@@ -695,38 +712,31 @@ impl Actions {
         request: &str,
     ) -> Result<Option<String>, StrategyError> {
         if self.weigh && run.env.model.can_score() {
-            let weighed = &ranked[..ranked.len().min(self.pick_k)];
-            return self.pick_by_weight(run, weighed, request).await;
+            let pool = &ranked[..ranked.len().min(self.pool)];
+            return self.pick_by_weight(run, pool, request).await;
         }
         let found = &ranked[..ranked.len().min(self.k)];
         self.pick_by_writing(run, conversation, found, request)
             .await
     }
 
-    /// The weighed pick ([`Actions::weigh`]): one scoring call for every candidate's two
-    /// readings, and "none" in the list reading.
+    /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
+    /// every operation of the `pool` (the search's best first), then the list reading of the
+    /// shortlist (the pool's best by both rankings, fused) with "none" among them.
     async fn pick_by_weight(
         &self,
         run: &mut Run<'_>,
-        candidates: &[String],
+        pool: &[String],
         request: &str,
     ) -> Result<Option<String>, StrategyError> {
-        let lines: Vec<(&String, String)> = candidates
+        let lines: Vec<(&String, String)> = pool
             .iter()
             .filter_map(|id| self.lookup(id).map(|(action, _)| (id, action.line())))
             .collect();
         if lines.is_empty() {
             return Ok(None);
         }
-        let list: Vec<&str> = lines.iter().map(|(_, line)| line.as_str()).collect();
-        let list_prompt = vec![
-            Message::system(PICK_PROMPT.trim()),
-            Message::user(format!(
-                "Operations:\n{}\n\nRequest: {request}",
-                list.join("\n")
-            )),
-        ];
-        let mut items: Vec<ScoreItem> = lines
+        let items: Vec<ScoreItem> = lines
             .iter()
             .map(|(_, line)| ScoreItem {
                 messages: vec![
@@ -736,39 +746,62 @@ impl Actions {
                 continuation: request.to_string(),
             })
             .collect();
-        items.extend(
-            lines
-                .iter()
-                .map(|(id, _)| id.as_str())
-                .chain([NONE])
-                .map(|id| ScoreItem {
-                    messages: list_prompt.clone(),
-                    continuation: pick_object(id),
-                }),
-        );
-        let scores = run.score(1, "pick", items).await?;
-        let n = lines.len();
-        let (asked, listed) = scores.split_at(n);
-        let total: Vec<f32> = asked
+        let asked = run.score(1, "pick: request reading", items).await?;
+
+        // The shortlist keeps the search's order, so the list reads as it did ranked.
+        let mut by_reading: Vec<usize> = (0..lines.len()).collect();
+        by_reading.sort_by(|&i, &j| asked[j].total_cmp(&asked[i]));
+        let searched: Vec<usize> = (0..lines.len()).collect();
+        let mut shortlist: Vec<usize> =
+            reciprocal_rank_fusion(&[searched, by_reading], SHORTLIST_RRF_K)
+                .into_iter()
+                .take(self.pick_k)
+                .map(|(i, _)| i)
+                .collect();
+        shortlist.sort_unstable();
+        let list: Vec<&str> = shortlist.iter().map(|&i| lines[i].1.as_str()).collect();
+        let list_prompt = vec![
+            Message::system(PICK_PROMPT.trim()),
+            Message::user(format!(
+                "Operations:\n{}\n\nRequest: {request}",
+                list.join("\n")
+            )),
+        ];
+        let items: Vec<ScoreItem> = shortlist
             .iter()
-            .zip(listed)
-            .map(|(a, l)| a + self.list_weight * l)
+            .map(|&i| lines[i].0.as_str())
+            .chain([NONE])
+            .map(|id| ScoreItem {
+                messages: list_prompt.clone(),
+                continuation: pick_object(id),
+            })
+            .collect();
+        let listed = run.score(1, "pick: list reading", items).await?;
+
+        let n = shortlist.len();
+        let total: Vec<f32> = shortlist
+            .iter()
+            .zip(&listed)
+            .map(|(&i, l)| asked[i] + self.list_weight * l)
             .collect();
         let best = (0..n)
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
-        let none_listed = listed[n] > listed[..n].iter().copied().fold(f32::MIN, f32::max);
-        let picked = (!none_listed).then(|| lines[best].0.clone());
-        let text = lines
+        let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
+        let none_listed = listed[n] > best_listed + NONE_MARGIN;
+        let picked = (!none_listed).then(|| lines[shortlist[best]].0.clone());
+        let unlisted = (0..lines.len()).filter(|i| !shortlist.contains(i));
+        let text = shortlist
             .iter()
             .enumerate()
-            .map(|(i, (id, _))| {
+            .map(|(k, &i)| {
                 format!(
-                    "{id}: request {:.2}, list {:.2}, total {:.2}",
-                    asked[i], listed[i], total[i]
+                    "{}: request {:.2}, list {:.2}, total {:.2}",
+                    lines[i].0, asked[i], listed[k], total[k]
                 )
             })
             .chain([format!("none: list {:.2}", listed[n])])
+            .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
         run.record_action(ActionStep {
@@ -1094,6 +1127,7 @@ impl Strategy for Actions {
             "hybrid": self.hybrid,
             "guess": self.guess,
             "weigh": self.weigh,
+            "pool": self.pool,
             "pick_k": self.pick_k,
             "list_weight": self.list_weight,
             "max_turns": self.max_turns,

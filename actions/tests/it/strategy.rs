@@ -923,7 +923,8 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     );
     assert!(text.ends_with("none: list -10.00"), "{text}");
 
-    // One scoring call: both readings of every operation ranked, and none.
+    // Two scoring calls: the request reading of every operation the search ranked (the
+    // whole small API fits the pool), then the list reading of them all and none.
     let weighed = text.lines().count() - 1;
     assert!(weighed > 1 && weighed <= actions.pick_k, "{text}");
     let calls: Vec<_> = answer
@@ -935,14 +936,24 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
             _ => None,
         })
         .collect();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].items.len(), 2 * weighed + 1);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].items.len(), weighed);
+    assert_eq!(calls[1].items.len(), weighed + 1);
     assert_eq!(model.scored.lock().unwrap().len(), 2 * weighed + 1);
-    assert_eq!(answer.usage.llm_calls, 3, "the weighing and two turns");
+    assert_eq!(answer.usage.llm_calls, 4, "two weighings and two turns");
     // The HTML trace shows each continuation weighed with its score.
     let page = html::render(&answer, &Graph::of(&answer, &index.index));
     assert!(
-        page.contains(&format!("pick · {} continuations weighed", 2 * weighed + 1)),
+        page.contains(&format!(
+            "pick: request reading · {weighed} continuations weighed"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "pick: list reading · {} continuations weighed",
+            weighed + 1
+        )),
         "{page}"
     );
     assert!(page.contains(
@@ -977,11 +988,61 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
 }
 
 #[tokio::test]
+async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let request = "back up everything I wrote";
+    // The search ranks exportNotes seventh of the nine operations, but the request reads best
+    // as one for it: fused, its first place by the reading outranks the search's fourth.
+    const ASKED: &[(&str, f32)] = &[("exportNotes", -1.0)];
+    const LISTED: &[(&str, f32)] = &[("exportNotes", -1.0), ("none", -10.0)];
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.pick_k = 4;
+    actions.k = 9;
+    let model = weighing(
+        vec![call("exportNotes", json!({})), respond("Exported.")],
+        ASKED,
+        LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+
+    let found = actions_of(&answer)[0].result.clone();
+    let searched: Vec<&str> = found.split(", ").collect();
+    assert_eq!(searched.len(), 9);
+    assert_eq!(searched[6], "exportNotes", "{found}");
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
+    let text = pick.text.expect("the weights");
+    let lines: Vec<&str> = text.lines().collect();
+    // The shortlist in the search's order (its first three, then the best read), none, then
+    // the rest of the pool with their request reading only.
+    for (line, id) in lines.iter().zip(&searched[..3]) {
+        assert_eq!(
+            *line,
+            format!("{id}: request -20.00, list -8.00, total -36.00")
+        );
+    }
+    assert_eq!(
+        lines[3],
+        "exportNotes: request -1.00, list -1.00, total -3.00"
+    );
+    assert_eq!(lines[4], "none: list -10.00");
+    let unlisted = searched[3..6].iter().chain(&searched[7..]);
+    for (line, id) in lines[5..].iter().zip(unlisted) {
+        assert_eq!(*line, format!("{id}: request -20.00, not listed"));
+    }
+    assert_eq!(lines.len(), 10, "{text}");
+    let scored = model.scored.lock().unwrap();
+    assert_eq!(scored.len(), 9 + 5, "9 request readings, 4 listed and none");
+}
+
+#[tokio::test]
 async fn none_first_in_the_list_reading_leaves_the_first_turn_free() {
     let server = Server::start().await;
     let index = notes_index();
     const ASKED: &[(&str, f32)] = &[("deleteNote", -2.0)];
-    const LISTED: &[(&str, f32)] = &[("none", -0.5), ("deleteNote", -1.0)];
+    // "none" reads more than 1 nat likelier than every operation listed.
+    const LISTED: &[(&str, f32)] = &[("none", -0.5), ("deleteNote", -1.6)];
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let model = weighing(
         vec![respond("Which note?"), respond("Which note?")],
@@ -992,11 +1053,26 @@ async fn none_first_in_the_list_reading_leaves_the_first_turn_free() {
     let pick = pick_step(&answer);
     assert_eq!(pick.operation_id, None);
     assert_eq!(pick.outcome, "none");
-    let requests = model.requests.lock().unwrap();
+    let openings = model.requests.lock().unwrap()[0].openings.clone();
     assert!(
-        requests[0].openings.len() > 2,
-        "every operation found and the other actions open the turn: {:?}",
-        requests[0].openings
+        openings.len() > 2,
+        "every operation found and the other actions open the turn: {openings:?}"
+    );
+
+    // Half a nat ahead is not enough: the operation is picked.
+    const CLOSE: &[(&str, f32)] = &[("none", -0.5), ("deleteNote", -1.0)];
+    let model = weighing(
+        vec![
+            call("deleteNote", json!({"noteId": 1})),
+            respond("Deleted."),
+        ],
+        ASKED,
+        CLOSE,
+    );
+    let (answer, _) = run(&actions, &index, &model, "delete a note").await;
+    assert_eq!(
+        pick_step(&answer).operation_id.as_deref(),
+        Some("deleteNote")
     );
 }
 

@@ -41,8 +41,8 @@ pub struct ActionFlags {
     #[arg(long)]
     pub no_guess: bool,
     /// actions: have a local model write the id of the operation it picks instead of
-    /// weighing every operation found (the weighed pick costs a few seconds more per request
-    /// and picks better; models over HTTP always write).
+    /// weighing the 30 operations the search ranks first (the weighed pick costs seconds more
+    /// per request and picks better; models over HTTP always write).
     #[arg(long)]
     pub no_weigh: bool,
 }

@@ -67,7 +67,7 @@ pub struct Args {
     #[arg(long, requires = "spec")]
     no_guess: bool,
     /// With --spec: have a local model write the id of the operation it picks instead of
-    /// weighing every operation found.
+    /// weighing the 30 operations the search ranks first.
     #[arg(long, requires = "spec")]
     no_weigh: bool,
     /// Strategies to compare, comma-separated.
