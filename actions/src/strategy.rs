@@ -564,9 +564,10 @@ impl Actions {
 
     /// Embeds `query` and returns the best operations the APIs know, best first: the first
     /// `ranked_k` as recorded (trace, events, `ranked`), then on to a weighed pick's `pool`;
-    /// the first `k` are the ones shown as cards. With [`Actions::hybrid`] the order fuses the embedding ranking with the word-level one, and with a `guess` (words
-    /// of the operation ids the model expects) both rankings of the guess too; each hit's
-    /// score is still the embedding similarity of `query`.
+    /// the first `k` are the ones shown as cards. With [`Actions::hybrid`] the order fuses the
+    /// embedding ranking with the word-level one, and with a `guess` (words of the operation
+    /// ids the model expects) both rankings of the guess too; each hit's score is still the
+    /// embedding similarity of `query`.
     fn find(
         &self,
         run: &mut Run<'_>,
