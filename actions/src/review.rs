@@ -311,13 +311,20 @@ fn tokens(text: &str) -> Vec<String> {
 }
 
 /// Equal, or forms of one word (`archive`/`archived`, `publish`/`published`): the shorter
-/// has four letters or more and the longer starts with all but at most its last two.
+/// has four letters or more and the longer starts with all but at most its last two; a word
+/// of three letters only with a regular ending (`pin`/`pinned`, `ban`/`banning`, `tag`/`tags`).
 fn same_word(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if short.len() < 4 || short.chars().any(|c| c.is_ascii_digit()) {
+    if short.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    if short.len() == 3 {
+        return inflected(short, long);
+    }
+    if short.len() < 4 {
         return false;
     }
     let common = short
@@ -326,6 +333,19 @@ fn same_word(a: &str, b: &str) -> bool {
         .take_while(|(x, y)| x == y)
         .count();
     common + 2 >= short.chars().count() && common >= 4
+}
+
+/// Whether `long` is `short` with a regular English ending: `-s`, `-ed`, `-ing`, the last
+/// consonant doubled before `-ed` or `-ing` (`pinned`).
+fn inflected(short: &str, long: &str) -> bool {
+    let Some(rest) = long.strip_prefix(short) else {
+        return false;
+    };
+    let doubled = short
+        .chars()
+        .last()
+        .and_then(|last| rest.strip_prefix(last));
+    matches!(rest, "s" | "es" | "ed" | "ing") || matches!(doubled, Some("ed" | "ing"))
 }
 
 #[cfg(test)]
@@ -386,6 +406,18 @@ paths:
             false,
         );
         assert_eq!(Value::Object(reviewed.params), json!({"priority": 3}));
+    }
+
+    #[test]
+    fn short_verbs_ground_their_inflected_forms_only() {
+        let said = Words::of("Pin topic 3021 and ban the spammer");
+        assert!(said.grounds(&json!("pinned")));
+        assert!(said.grounds(&json!("banned")));
+        assert!(!said.grounds(&json!("pine")), "not a form of pin");
+        assert!(!said.grounds(&json!("band")), "not a form of ban");
+        assert!(!said.grounds(&json!("pinnacle")));
+        assert!(same_word("tag", "tagging") && same_word("tags", "tag"));
+        assert!(!same_word("cat", "category"));
     }
 
     #[test]

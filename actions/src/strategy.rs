@@ -59,6 +59,12 @@ pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
 const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
 const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
 
+/// The weighed pick's judgment of one listed operation: does it do what the request asks
+/// (the operation's line, then the request, then the question; read as "yes" against "no").
+const JUDGE_SYSTEM: &str = "You check whether an API operation does what a user asks.";
+const JUDGE_QUESTION: &str =
+    "Does this operation do exactly what the request asks? Answer yes or no.";
+
 /// How far a weighed pick's shortlist leans on the best ranks of each ranking it fuses (the
 /// search's and the request reading's): reciprocal rank fusion's k, low so the two firsts
 /// count.
@@ -159,11 +165,11 @@ pub struct Actions {
     /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
     /// request as a request for it (from its line); the [`Actions::pick_k`] best by that
     /// reading and the search together are then read as a list, and each gets
-    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list; the
-    /// highest sum is picked. A small model that writes a pick follows one shared word
-    /// ("notifications" → `setNotificationLevel`); having to account for every word of the
-    /// request does not, and it reaches operations the search ranks far down ("end every
-    /// session" → `logOutUser`).
+    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list
+    /// (and [`Actions::judge_weight`] times its judgment alone); the highest sum is picked. A
+    /// small model that writes a pick follows one shared word ("notifications" →
+    /// `setNotificationLevel`); having to account for every word of the request does not, and
+    /// it reaches operations the search ranks far down ("end every session" → `logOutUser`).
     pub weigh: bool,
     /// Operations whose request reading is weighed per pick: 30 of the search's ranking.
     pub pool: usize,
@@ -172,6 +178,13 @@ pub struct Actions {
     pub pick_k: usize,
     /// The weight of the list reading against the request reading in a weighed pick: 2.
     pub list_weight: f32,
+    /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
+    /// is also judged alone ("does this operation do exactly what the request asks?") in a
+    /// third scoring call, and the pick adds this weight times log P(yes) − log P(no). At 8
+    /// (chosen on held-out 4: 12 → 16 of 30) it took held-out 5 from 20 to 23 of 30 replayed
+    /// offline, but held-out 6, written blind, from 17 to 16, at 1.22× the time per request
+    /// (`docs/results/actions-discourse/`, row 10), so it is not on by default.
+    pub judge_weight: f32,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
     pub max_turns: usize,
@@ -208,6 +221,7 @@ impl Actions {
             pool: 30,
             pick_k: 10,
             list_weight: 2.0,
+            judge_weight: 0.0,
             max_turns: 6,
             max_invalid: 2,
             max_finds: 2,
@@ -723,7 +737,8 @@ impl Actions {
 
     /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
     /// every operation of the `pool` (the search's best first), then the list reading of the
-    /// shortlist (the pool's best by both rankings, fused) with "none" among them.
+    /// shortlist (the pool's best by both rankings, fused) with "none" among them; a third
+    /// judges each listed operation where [`Actions::judge_weight`] is above 0.
     async fn pick_by_weight(
         &self,
         run: &mut Run<'_>,
@@ -780,10 +795,37 @@ impl Actions {
         let listed = run.score(1, "pick: list reading", items).await?;
 
         let n = shortlist.len();
-        let total: Vec<f32> = shortlist
-            .iter()
-            .zip(&listed)
-            .map(|(&i, l)| asked[i] + self.list_weight * l)
+        let judged = if self.judge_weight > 0.0 {
+            let items = shortlist
+                .iter()
+                .flat_map(|&i| {
+                    let messages = vec![
+                        Message::system(JUDGE_SYSTEM),
+                        Message::user(format!(
+                            "Operation: {}\n\nRequest: {request}\n\n{JUDGE_QUESTION}",
+                            lines[i].1
+                        )),
+                    ];
+                    ["yes", "no"].map(|answer| ScoreItem {
+                        messages: messages.clone(),
+                        continuation: answer.to_string(),
+                    })
+                })
+                .collect();
+            let read = run.score(1, "pick: judgment", items).await?;
+            Some(
+                read.chunks_exact(2)
+                    .map(|yn| yn[0] - yn[1])
+                    .collect::<Vec<f32>>(),
+            )
+        } else {
+            None
+        };
+        let total: Vec<f32> = (0..n)
+            .map(|k| {
+                let judgment = judged.as_ref().map_or(0.0, |j| self.judge_weight * j[k]);
+                asked[shortlist[k]] + self.list_weight * listed[k] + judgment
+            })
             .collect();
         let best = (0..n)
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
@@ -796,8 +838,12 @@ impl Actions {
             .iter()
             .enumerate()
             .map(|(k, &i)| {
+                let judgment = judged
+                    .as_ref()
+                    .map(|j| format!(", judged {:.2}", j[k]))
+                    .unwrap_or_default();
                 format!(
-                    "{}: request {:.2}, list {:.2}, total {:.2}",
+                    "{}: request {:.2}, list {:.2}{judgment}, total {:.2}",
                     lines[i].0, asked[i], listed[k], total[k]
                 )
             })
@@ -1131,6 +1177,7 @@ impl Strategy for Actions {
             "pool": self.pool,
             "pick_k": self.pick_k,
             "list_weight": self.list_weight,
+            "judge_weight": self.judge_weight,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,
             "max_finds": self.max_finds,

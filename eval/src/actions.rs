@@ -159,6 +159,9 @@ pub struct ActionSettings {
     /// Weigh the operations found instead of having the model write its pick, where the
     /// model can weigh ([`Actions::weigh`]).
     pub weigh: bool,
+    /// The weight of judging each listed operation alone in a weighed pick
+    /// ([`Actions::judge_weight`]; the strategy's default, off, when `None`).
+    pub judge_weight: Option<f32>,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
@@ -330,6 +333,9 @@ fn strategy_for(
     }
     actions.guess = settings.guess;
     actions.weigh = settings.weigh;
+    if let Some(weight) = settings.judge_weight {
+        actions.judge_weight = weight;
+    }
     Ok(actions)
 }
 

@@ -861,15 +861,36 @@ async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
 
 /// A scripted model weighing by fixed figures: the request as one sent for each operation
 /// (`asked`, by id; -20 for the rest) and each id (or `none`) as the pick from the list
-/// (`listed`; -8 for the rest).
+/// (`listed`; -8 for the rest); every judgment reads "yes" as likely as "no".
 fn weighing(
     turns: Vec<Turn>,
     asked: &'static [(&'static str, f32)],
     listed: &'static [(&'static str, f32)],
 ) -> ScriptedChatModel {
+    weighing_judged(turns, asked, listed, &[])
+}
+
+/// [`weighing`], with the judgment of each operation in `judged` reading "yes" that much
+/// likelier than "no" (0 for the rest).
+fn weighing_judged(
+    turns: Vec<Turn>,
+    asked: &'static [(&'static str, f32)],
+    listed: &'static [(&'static str, f32)],
+    judged: &'static [(&'static str, f32)],
+) -> ScriptedChatModel {
     ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
         let user = &item.messages.last().expect("a prompt").content;
-        if user.starts_with("Operations:") {
+        if user.ends_with("Answer yes or no.") {
+            let yes = judged
+                .iter()
+                .find(|(id, _)| user.starts_with(&format!("Operation: {id}:")))
+                .map_or(0.0, |(_, s)| *s);
+            match item.continuation.as_str() {
+                "yes" => -1.0 + yes,
+                "no" => -1.0,
+                other => panic!("a judgment reads yes or no, not {other:?}"),
+            }
+        } else if user.starts_with("Operations:") {
             listed
                 .iter()
                 .find(|(id, _)| item.continuation == format!(r#"{{"operation_id": "{id}"}}"#))
@@ -1034,6 +1055,90 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     assert_eq!(lines.len(), 10, "{text}");
     let scored = model.scored.lock().unwrap();
     assert_eq!(scored.len(), 9 + 5, "9 request readings, 4 listed and none");
+}
+
+#[tokio::test]
+async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let request = "back up everything I wrote";
+    // Both readings put getNote ahead (-3 + 2 × -1 against -4 + 2 × -1.2); judged alone,
+    // exportNotes reads "yes" half a nat likelier than "no", 8 × 0.5 more in the sum.
+    const ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -4.0)];
+    const LISTED: &[(&str, f32)] = &[("getNote", -1.0), ("exportNotes", -1.2)];
+    const JUDGED: &[(&str, f32)] = &[("exportNotes", 0.5)];
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.judge_weight = 8.0;
+    let model = weighing_judged(
+        vec![call("exportNotes", json!({})), respond("Exported.")],
+        ASKED,
+        LISTED,
+        JUDGED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
+    let text = pick.text.expect("the weights");
+    assert!(
+        text.contains("exportNotes: request -4.00, list -1.20, judged 0.50, total -2.40"),
+        "{text}"
+    );
+    assert!(
+        text.contains("getNote: request -3.00, list -1.00, judged 0.00, total -5.00"),
+        "{text}"
+    );
+    // The judgment reads the operation's line, then the request.
+    let scored = model.scored.lock().unwrap().clone();
+    let judgment = scored
+        .iter()
+        .find(|item| item.continuation == "yes")
+        .expect("a judgment");
+    let prompt = &judgment.messages.last().expect("a prompt").content;
+    assert!(prompt.starts_with("Operation: "), "{prompt}");
+    assert!(
+        prompt.contains(&format!("\n\nRequest: {request}\n\n")),
+        "{prompt}"
+    );
+    assert_eq!(answer.trace.config["judge_weight"], json!(8.0));
+    // A third scoring call, yes and no for each operation listed.
+    let calls: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Score(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[2].purpose, "pick: judgment");
+    assert_eq!(calls[2].items.len(), 2 * (calls[1].items.len() - 1));
+
+    // Weight 0, the default, leaves the judgment out: two scoring calls, getNote picked.
+    actions.judge_weight = 0.0;
+    let model = weighing_judged(
+        vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
+        ASKED,
+        LISTED,
+        JUDGED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("getNote"));
+    assert!(!pick.text.expect("the weights").contains("judged"));
+    assert!(model
+        .scored
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|item| item.continuation != "yes"));
+    let weighings = answer
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Score(_)))
+        .count();
+    assert_eq!(weighings, 2);
 }
 
 #[tokio::test]

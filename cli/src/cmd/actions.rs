@@ -45,6 +45,21 @@ pub struct ActionFlags {
     /// per request and picks better; models over HTTP always write).
     #[arg(long)]
     pub no_weigh: bool,
+    /// actions: in a local model's weighed pick, also judge each of the 10 operations listed
+    /// alone ("does this operation do exactly what the request asks?") and add W times
+    /// log P(yes) − log P(no) [default: 0, off; one scoring call and seconds more per request].
+    #[arg(long, value_name = "W", value_parser = weight)]
+    pub judge_weight: Option<f32>,
+}
+
+/// A weight of the weighed pick: a finite number, 0 or more.
+pub fn weight(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!(
+            "{text:?} is not a weight: give a number, 0 or more"
+        )),
+    }
 }
 
 /// The specs an index's action records were made from (their `spec` metadata).
@@ -131,6 +146,9 @@ pub fn strategy(
     let mut strategy = strategy.expect("at least one spec");
     strategy.guess = !flags.no_guess;
     strategy.weigh = !flags.no_weigh;
+    if let Some(weight) = flags.judge_weight {
+        strategy.judge_weight = weight;
+    }
     Ok(strategy)
 }
 
@@ -230,5 +248,20 @@ pub fn show_action(err: &mut dyn Write, step: &ActionStep) {
             );
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::weight;
+
+    #[test]
+    fn a_weight_is_a_finite_number_not_below_zero() {
+        assert_eq!(weight("8"), Ok(8.0));
+        assert_eq!(weight(" 0.5 "), Ok(0.5));
+        for bad in ["-1", "NaN", "inf", "eight", ""] {
+            let error = weight(bad).unwrap_err();
+            assert!(error.contains("not a weight"), "{bad}: {error}");
+        }
     }
 }

@@ -70,6 +70,10 @@ pub struct Args {
     /// weighing the 30 operations the search ranks first.
     #[arg(long, requires = "spec")]
     no_weigh: bool,
+    /// With --spec: in the weighed pick, also judge each listed operation alone and add W
+    /// times log P(yes) − log P(no) [default: 0, off; 8 is the weight measured as row 10].
+    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
+    judge_weight: Option<f32>,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -266,6 +270,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         max_turns: args.max_cycles,
         guess: !args.no_guess,
         weigh: !args.no_weigh,
+        judge_weight: args.judge_weight,
         retries: args.retries,
         traces: args.traces,
     };

@@ -44,6 +44,7 @@ fn settings() -> ActionSettings {
         max_turns: None,
         guess: false,
         weigh: false,
+        judge_weight: None,
         retries: 0,
         traces: true,
     }
