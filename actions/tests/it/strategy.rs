@@ -14,7 +14,7 @@ use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::testing::{env, index_of, render_request, ScriptedChatModel, TestIndex, Turn};
-use walkrag_walker::{ActionStep, Answer, Event, Step, Strategy, Termination};
+use walkrag_walker::{ActionStep, Answer, Event, ScoreCall, Step, Strategy, Termination};
 
 use crate::server::{export_body, Server};
 use crate::{executor, notes};
@@ -904,6 +904,19 @@ fn weighing_judged(
     })
 }
 
+/// The scoring calls of a run, in order.
+fn score_calls(answer: &Answer) -> Vec<&ScoreCall> {
+    answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Score(call) => Some(call),
+            _ => None,
+        })
+        .collect()
+}
+
 fn pick_step(answer: &Answer) -> ActionStep {
     actions_of(answer)
         .into_iter()
@@ -948,15 +961,7 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     // whole small API fits the pool), then the list reading of them all and none.
     let weighed = text.lines().count() - 1;
     assert!(weighed > 1 && weighed <= actions.pick_k, "{text}");
-    let calls: Vec<_> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Score(call) => Some(call),
-            _ => None,
-        })
-        .collect();
+    let calls = score_calls(&answer);
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].items.len(), weighed);
     assert_eq!(calls[1].items.len(), weighed + 1);
@@ -1101,15 +1106,7 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
     );
     assert_eq!(answer.trace.config["judge_weight"], json!(8.0));
     // A third scoring call, yes and no for each operation listed.
-    let calls: Vec<_> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Score(call) => Some(call),
-            _ => None,
-        })
-        .collect();
+    let calls = score_calls(&answer);
     assert_eq!(calls.len(), 3);
     assert_eq!(calls[2].purpose, "pick: judgment");
     assert_eq!(calls[2].items.len(), 2 * (calls[1].items.len() - 1));
@@ -1132,13 +1129,7 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
         .unwrap()
         .iter()
         .all(|item| item.continuation != "yes"));
-    let weighings = answer
-        .trace
-        .steps
-        .iter()
-        .filter(|s| matches!(s, Step::Score(_)))
-        .count();
-    assert_eq!(weighings, 2);
+    assert_eq!(score_calls(&answer).len(), 2);
 }
 
 #[tokio::test]
