@@ -71,7 +71,8 @@ pub struct Args {
     #[arg(long, requires = "spec")]
     no_weigh: bool,
     /// With --spec: in the weighed pick, also judge each listed operation alone and add W
-    /// times log P(yes) − log P(no) [default: 0, off; 8 is the weight measured as row 10].
+    /// times log P(yes) − log P(no) [default: 0, off; 8 is the weight measured in
+    /// docs/results/actions-discourse, where it did not help on unseen requests].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     judge_weight: Option<f32>,
     /// Strategies to compare, comma-separated.
