@@ -75,12 +75,26 @@ const SHORTLIST_RRF_K: f32 = 20.0;
 /// requests an operation on the list does fit.
 const NONE_MARGIN: f32 = 1.0;
 
+/// The request of the list reading's blank read ([`Actions::calibration`]): no request at
+/// all, so what the model gives each id there is its lean towards that id on that list
+/// (its place, its words), not what the request asks.
+const BLANK_REQUEST: &str = "N/A";
+
 /// What a pick says when no operation fits.
 const NONE: &str = "none";
 
 /// The pick's reply for `id`, as the pick prompt asks for it.
 fn pick_object(id: &str) -> String {
     format!(r#"{{"operation_id": {}}}"#, Value::from(id))
+}
+
+/// A list reading as a pick's text shows it: the read with the request, and the blank read
+/// where there is one (`-1.20 (blank -3.40)`).
+fn list_text(read: f32, blank: Option<&f32>) -> String {
+    match blank {
+        Some(blank) => format!("{read:.2} (blank {blank:.2})"),
+        None => format!("{read:.2}"),
+    }
 }
 
 /// The most tokens a pick may take: one short object.
@@ -165,7 +179,8 @@ pub struct Actions {
     /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
     /// request as a request for it (from its line); the [`Actions::pick_k`] best by that
     /// reading and the search together are then read as a list, and each gets
-    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list
+    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list,
+    /// less [`Actions::calibration`] times its likelihood after the list with a blank request
     /// (and [`Actions::judge_weight`] times its judgment alone); the highest sum is picked. A
     /// small model that writes a pick follows one shared word ("notifications" →
     /// `setNotificationLevel`); having to account for every word of the request does not, and
@@ -178,6 +193,14 @@ pub struct Actions {
     pub pick_k: usize,
     /// The weight of the list reading against the request reading in a weighed pick: 2.
     pub list_weight: f32,
+    /// How much of the list reading with a blank request ("N/A") is taken from each id's
+    /// list reading in a weighed pick: 0.5 (0 turns the blank read off). A small model
+    /// favours some ids on a list whatever the request (the first lines, words the line
+    /// shares with the prompt); the blank read measures that lean, in the same scoring call,
+    /// and taking half of it away took the weighed pick on held-out sets 4, 5 and 6 from 11,
+    /// 20 and 17 of 30 to 14, 22 and 19 (replayed offline on their recorded readings),
+    /// `docs/results/actions-discourse/`, row 11.
+    pub calibration: f32,
     /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
     /// is also judged alone ("does this operation do exactly what the request asks?") in a
     /// third scoring call, and the pick adds this weight times log P(yes) − log P(no). At 8
@@ -221,6 +244,7 @@ impl Actions {
             pool: 30,
             pick_k: 10,
             list_weight: 2.0,
+            calibration: 0.5,
             judge_weight: 0.0,
             max_turns: 6,
             max_invalid: 2,
@@ -776,23 +800,42 @@ impl Actions {
                 .collect();
         shortlist.sort_unstable();
         let list: Vec<&str> = shortlist.iter().map(|&i| lines[i].1.as_str()).collect();
-        let list_prompt = vec![
-            Message::system(PICK_PROMPT.trim()),
-            Message::user(format!(
-                "Operations:\n{}\n\nRequest: {request}",
-                list.join("\n")
-            )),
-        ];
-        let items: Vec<ScoreItem> = shortlist
+        let list_prompt = |request: &str| {
+            vec![
+                Message::system(PICK_PROMPT.trim()),
+                Message::user(format!(
+                    "Operations:\n{}\n\nRequest: {request}",
+                    list.join("\n")
+                )),
+            ]
+        };
+        let ids: Vec<&str> = shortlist
             .iter()
             .map(|&i| lines[i].0.as_str())
             .chain([NONE])
-            .map(|id| ScoreItem {
-                messages: list_prompt.clone(),
-                continuation: pick_object(id),
+            .collect();
+        let calibrated = self.calibration > 0.0;
+        // The blank read follows the request's read in the same call: the two prompts
+        // share every token up to the request, which the model then runs once.
+        let mut requests = vec![request];
+        if calibrated {
+            requests.push(BLANK_REQUEST);
+        }
+        let items: Vec<ScoreItem> = requests
+            .iter()
+            .flat_map(|request| {
+                let messages = list_prompt(request);
+                ids.iter().map(move |id| ScoreItem {
+                    messages: messages.clone(),
+                    continuation: pick_object(id),
+                })
             })
             .collect();
-        let listed = run.score(1, "pick: list reading", items).await?;
+        let read = run.score(1, "pick: list reading", items).await?;
+        let (asked_list, blank) = read.split_at(ids.len());
+        let listed: Vec<f32> = (0..ids.len())
+            .map(|k| asked_list[k] - blank.get(k).map_or(0.0, |b| self.calibration * b))
+            .collect();
 
         let n = shortlist.len();
         let judged = if self.judge_weight > 0.0 {
@@ -843,11 +886,17 @@ impl Actions {
                     .map(|j| format!(", judged {:.2}", j[k]))
                     .unwrap_or_default();
                 format!(
-                    "{}: request {:.2}, list {:.2}{judgment}, total {:.2}",
-                    lines[i].0, asked[i], listed[k], total[k]
+                    "{}: request {:.2}, list {}{judgment}, total {:.2}",
+                    lines[i].0,
+                    asked[i],
+                    list_text(asked_list[k], blank.get(k)),
+                    total[k]
                 )
             })
-            .chain([format!("none: list {:.2}", listed[n])])
+            .chain([format!(
+                "none: list {}",
+                list_text(asked_list[n], blank.get(n))
+            )])
             .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
@@ -1177,6 +1226,7 @@ impl Strategy for Actions {
             "pool": self.pool,
             "pick_k": self.pick_k,
             "list_weight": self.list_weight,
+            "calibration": self.calibration,
             "judge_weight": self.judge_weight,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,

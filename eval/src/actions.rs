@@ -162,6 +162,9 @@ pub struct ActionSettings {
     /// The weight of judging each listed operation alone in a weighed pick
     /// ([`Actions::judge_weight`]; the strategy's default, off, when `None`).
     pub judge_weight: Option<f32>,
+    /// How much of the blank list reading a weighed pick takes away
+    /// ([`Actions::calibration`]; the strategy's default when `None`).
+    pub calibration: Option<f32>,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
@@ -335,6 +338,9 @@ fn strategy_for(
     actions.weigh = settings.weigh;
     if let Some(weight) = settings.judge_weight {
         actions.judge_weight = weight;
+    }
+    if let Some(weight) = settings.calibration {
+        actions.calibration = weight;
     }
     Ok(actions)
 }

@@ -859,25 +859,51 @@ async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
     }
 }
 
-/// A scripted model weighing by fixed figures: the request as one sent for each operation
-/// (`asked`, by id; -20 for the rest) and each id (or `none`) as the pick from the list
-/// (`listed`; -8 for the rest); every judgment reads "yes" as likely as "no".
+/// What a scripted weighing model reads, by operation id.
+#[derive(Default, Clone, Copy)]
+struct Readings {
+    /// The request as one sent for the operation; -20 for the rest.
+    asked: &'static [(&'static str, f32)],
+    /// The id (or `none`) as the pick from the list; -8 for the rest.
+    listed: &'static [(&'static str, f32)],
+    /// The id as the pick from the list with a blank request; 0 for the rest.
+    blank: &'static [(&'static str, f32)],
+    /// How much likelier "yes" reads than "no" in the judgment of the operation; 0 for the
+    /// rest.
+    judged: &'static [(&'static str, f32)],
+}
+
+/// A scripted model weighing by fixed figures: `asked` and `listed` as [`Readings`] gives
+/// them, every blank read 0 and every judgment "yes" as likely as "no".
 fn weighing(
     turns: Vec<Turn>,
     asked: &'static [(&'static str, f32)],
     listed: &'static [(&'static str, f32)],
 ) -> ScriptedChatModel {
-    weighing_judged(turns, asked, listed, &[])
+    weighing_by(
+        turns,
+        Readings {
+            asked,
+            listed,
+            ..Readings::default()
+        },
+    )
 }
 
-/// [`weighing`], with the judgment of each operation in `judged` reading "yes" that much
-/// likelier than "no" (0 for the rest).
-fn weighing_judged(
-    turns: Vec<Turn>,
-    asked: &'static [(&'static str, f32)],
-    listed: &'static [(&'static str, f32)],
-    judged: &'static [(&'static str, f32)],
-) -> ScriptedChatModel {
+/// A scripted model weighing by the fixed figures of `readings`.
+fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
+    let Readings {
+        asked,
+        listed,
+        blank,
+        judged,
+    } = readings;
+    let read = |table: &[(&str, f32)], item: &ScoreItem, otherwise: f32| {
+        table
+            .iter()
+            .find(|(id, _)| item.continuation == format!(r#"{{"operation_id": "{id}"}}"#))
+            .map_or(otherwise, |(_, s)| *s)
+    };
     ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
         let user = &item.messages.last().expect("a prompt").content;
         if user.ends_with("Answer yes or no.") {
@@ -890,11 +916,10 @@ fn weighing_judged(
                 "no" => -1.0,
                 other => panic!("a judgment reads yes or no, not {other:?}"),
             }
+        } else if user.starts_with("Operations:") && user.ends_with("\n\nRequest: N/A") {
+            read(blank, item, 0.0)
         } else if user.starts_with("Operations:") {
-            listed
-                .iter()
-                .find(|(id, _)| item.continuation == format!(r#"{{"operation_id": "{id}"}}"#))
-                .map_or(-8.0, |(_, s)| *s)
+            read(listed, item, -8.0)
         } else {
             asked
                 .iter()
@@ -952,20 +977,21 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     assert_eq!(pick.outcome, "picked");
     let text = pick.text.expect("the weights");
     assert!(
-        text.contains("exportNotes: request -10.00, list -1.00, total -12.00"),
+        text.contains("exportNotes: request -10.00, list -1.00 (blank 0.00), total -12.00"),
         "{text}"
     );
-    assert!(text.ends_with("none: list -10.00"), "{text}");
+    assert!(text.ends_with("none: list -10.00 (blank 0.00)"), "{text}");
 
     // Two scoring calls: the request reading of every operation the search ranked (the
-    // whole small API fits the pool), then the list reading of them all and none.
+    // whole small API fits the pool), then the list reading of them all and none, with the
+    // request and blank.
     let weighed = text.lines().count() - 1;
     assert!(weighed > 1 && weighed <= actions.pick_k, "{text}");
     let calls = score_calls(&answer);
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].items.len(), weighed);
-    assert_eq!(calls[1].items.len(), weighed + 1);
-    assert_eq!(model.scored.lock().unwrap().len(), 2 * weighed + 1);
+    assert_eq!(calls[1].items.len(), 2 * (weighed + 1));
+    assert_eq!(model.scored.lock().unwrap().len(), 3 * weighed + 2);
     assert_eq!(answer.usage.llm_calls, 4, "two weighings and two turns");
     // The HTML trace shows each continuation weighed with its score.
     let page = html::render(&answer, &Graph::of(&answer, &index.index));
@@ -978,7 +1004,7 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     assert!(
         page.contains(&format!(
             "pick: list reading · {} continuations weighed",
-            weighed + 1
+            2 * (weighed + 1)
         )),
         "{page}"
     );
@@ -1045,21 +1071,25 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     for (line, id) in lines.iter().zip(&searched[..3]) {
         assert_eq!(
             *line,
-            format!("{id}: request -20.00, list -8.00, total -36.00")
+            format!("{id}: request -20.00, list -8.00 (blank 0.00), total -36.00")
         );
     }
     assert_eq!(
         lines[3],
-        "exportNotes: request -1.00, list -1.00, total -3.00"
+        "exportNotes: request -1.00, list -1.00 (blank 0.00), total -3.00"
     );
-    assert_eq!(lines[4], "none: list -10.00");
+    assert_eq!(lines[4], "none: list -10.00 (blank 0.00)");
     let unlisted = searched[3..6].iter().chain(&searched[7..]);
     for (line, id) in lines[5..].iter().zip(unlisted) {
         assert_eq!(*line, format!("{id}: request -20.00, not listed"));
     }
     assert_eq!(lines.len(), 10, "{text}");
     let scored = model.scored.lock().unwrap();
-    assert_eq!(scored.len(), 9 + 5, "9 request readings, 4 listed and none");
+    assert_eq!(
+        scored.len(),
+        9 + 2 * 5,
+        "9 request readings, 4 listed and none, with the request and blank"
+    );
 }
 
 #[tokio::test]
@@ -1074,22 +1104,28 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
     const JUDGED: &[(&str, f32)] = &[("exportNotes", 0.5)];
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     actions.judge_weight = 8.0;
-    let model = weighing_judged(
+    let readings = Readings {
+        asked: ASKED,
+        listed: LISTED,
+        judged: JUDGED,
+        ..Readings::default()
+    };
+    let model = weighing_by(
         vec![call("exportNotes", json!({})), respond("Exported.")],
-        ASKED,
-        LISTED,
-        JUDGED,
+        readings,
     );
     let (answer, _) = run(&actions, &index, &model, request).await;
     let pick = pick_step(&answer);
     assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
     let text = pick.text.expect("the weights");
     assert!(
-        text.contains("exportNotes: request -4.00, list -1.20, judged 0.50, total -2.40"),
+        text.contains(
+            "exportNotes: request -4.00, list -1.20 (blank 0.00), judged 0.50, total -2.40"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("getNote: request -3.00, list -1.00, judged 0.00, total -5.00"),
+        text.contains("getNote: request -3.00, list -1.00 (blank 0.00), judged 0.00, total -5.00"),
         "{text}"
     );
     // The judgment reads the operation's line, then the request.
@@ -1105,19 +1141,18 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
         "{prompt}"
     );
     assert_eq!(answer.trace.config["judge_weight"], json!(8.0));
-    // A third scoring call, yes and no for each operation listed.
+    // A third scoring call, yes and no for each operation listed (the list reading reads
+    // each listed id and none twice: with the request and blank).
     let calls = score_calls(&answer);
     assert_eq!(calls.len(), 3);
     assert_eq!(calls[2].purpose, "pick: judgment");
-    assert_eq!(calls[2].items.len(), 2 * (calls[1].items.len() - 1));
+    assert_eq!(calls[2].items.len(), calls[1].items.len() - 2);
 
     // Weight 0, the default, leaves the judgment out: two scoring calls, getNote picked.
     actions.judge_weight = 0.0;
-    let model = weighing_judged(
+    let model = weighing_by(
         vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
-        ASKED,
-        LISTED,
-        JUDGED,
+        readings,
     );
     let (answer, _) = run(&actions, &index, &model, request).await;
     let pick = pick_step(&answer);
@@ -1130,6 +1165,82 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
         .iter()
         .all(|item| item.continuation != "yes"));
     assert_eq!(score_calls(&answer).len(), 2);
+}
+
+#[tokio::test]
+async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let request = "back up everything I wrote";
+    // Read with the request, getNote leads the list (-1 against -1.5); read with no request
+    // at all, getNote still reads likely (-0.5) and exportNotes does not (-4): the lean
+    // towards getNote is the list's, not the request's. Half of each blank read taken away:
+    // getNote -1 + 0.25 = -0.75, exportNotes -1.5 + 2 = 0.5.
+    const ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -3.0)];
+    const LISTED: &[(&str, f32)] = &[("getNote", -1.0), ("exportNotes", -1.5)];
+    const BLANK: &[(&str, f32)] = &[("getNote", -0.5), ("exportNotes", -4.0), ("none", -9.0)];
+    let readings = Readings {
+        asked: ASKED,
+        listed: LISTED,
+        blank: BLANK,
+        ..Readings::default()
+    };
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    assert_eq!(actions.calibration, 0.5, "on by default");
+    let model = weighing_by(
+        vec![call("exportNotes", json!({})), respond("Exported.")],
+        readings,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
+    let text = pick.text.expect("the weights");
+    assert!(
+        text.contains("exportNotes: request -3.00, list -1.50 (blank -4.00), total -2.00"),
+        "{text}"
+    );
+    assert!(
+        text.contains("getNote: request -3.00, list -1.00 (blank -0.50), total -4.50"),
+        "{text}"
+    );
+    assert!(text.contains("none: list -8.00 (blank -9.00)"), "{text}");
+    assert_eq!(answer.trace.config["calibration"], json!(0.5));
+
+    // One scoring call reads the list twice: every id and none with the request, then the
+    // same continuations after the same list with "N/A" for the request.
+    let calls = score_calls(&answer);
+    assert_eq!(calls.len(), 2);
+    let items = &calls[1].items;
+    let (asked, blank) = items.split_at(items.len() / 2);
+    let prompt = |item: &ScoreItem| item.messages.last().expect("a prompt").content.clone();
+    for (a, b) in asked.iter().zip(blank) {
+        assert_eq!(a.continuation, b.continuation);
+        let asked = prompt(a);
+        let (list, _) = asked.rsplit_once("\n\nRequest: ").unwrap();
+        assert_eq!(asked, format!("{list}\n\nRequest: {request}"));
+        assert_eq!(prompt(b), format!("{list}\n\nRequest: N/A"));
+    }
+
+    // Calibration 0 reads the list once, and the list's lean picks getNote.
+    actions.calibration = 0.0;
+    let model = weighing_by(
+        vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
+        readings,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    let pick = pick_step(&answer);
+    assert_eq!(pick.operation_id.as_deref(), Some("getNote"));
+    let text = pick.text.expect("the weights");
+    assert!(
+        text.contains("getNote: request -3.00, list -1.00, total -5.00"),
+        "{text}"
+    );
+    assert!(!text.contains("blank"), "{text}");
+    let calls = score_calls(&answer);
+    assert!(calls[1]
+        .items
+        .iter()
+        .all(|item| !prompt(item).ends_with("Request: N/A")));
 }
 
 #[tokio::test]

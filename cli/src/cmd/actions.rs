@@ -50,6 +50,12 @@ pub struct ActionFlags {
     /// log P(yes) − log P(no) [default: 0, off; one scoring call and seconds more per request].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub judge_weight: Option<f32>,
+    /// actions: in a local model's weighed pick, also read the list of operations with no
+    /// request ("N/A") and take W times that blank read from each operation's list reading:
+    /// what the model favours on the list whatever the request [default: 0.5; 0 turns it
+    /// off].
+    #[arg(long, value_name = "W", value_parser = weight)]
+    pub calibration: Option<f32>,
 }
 
 /// A weight of the weighed pick: a finite number, 0 or more.
@@ -148,6 +154,9 @@ pub fn strategy(
     strategy.weigh = !flags.no_weigh;
     if let Some(weight) = flags.judge_weight {
         strategy.judge_weight = weight;
+    }
+    if let Some(weight) = flags.calibration {
+        strategy.calibration = weight;
     }
     Ok(strategy)
 }

@@ -75,6 +75,10 @@ pub struct Args {
     /// docs/results/actions-discourse, where it did not help on unseen requests].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     judge_weight: Option<f32>,
+    /// With --spec: in the weighed pick, take W times the list reading with a blank request
+    /// from each operation's list reading [default: 0.5; 0 turns it off].
+    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
+    calibration: Option<f32>,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -272,6 +276,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         guess: !args.no_guess,
         weigh: !args.no_weigh,
         judge_weight: args.judge_weight,
+        calibration: args.calibration,
         retries: args.retries,
         traces: args.traces,
     };

@@ -45,6 +45,7 @@ fn settings() -> ActionSettings {
         guess: false,
         weigh: false,
         judge_weight: None,
+        calibration: None,
         retries: 0,
         traces: true,
     }
