@@ -929,6 +929,23 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
     })
 }
 
+/// Runs `request` on a model weighing by `readings` whose turns call `picked` (with
+/// `params`) and then reply, and checks that the pick was `picked`; the model comes back too,
+/// for what it was asked to weigh.
+async fn weighed_pick(
+    actions: &Actions,
+    readings: Readings,
+    request: &str,
+    picked: &str,
+    params: Value,
+) -> (Answer, ScriptedChatModel) {
+    let index = notes_index();
+    let model = weighing_by(vec![call(picked, params), respond("Done.")], readings);
+    let (answer, _) = run(actions, &index, &model, request).await;
+    assert_eq!(pick_step(&answer).operation_id.as_deref(), Some(picked));
+    (answer, model)
+}
+
 /// The scoring calls of a run, in order.
 fn score_calls(answer: &Answer) -> Vec<&ScoreCall> {
     answer
@@ -1095,7 +1112,6 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
 #[tokio::test]
 async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
     let server = Server::start().await;
-    let index = notes_index();
     let request = "back up everything I wrote";
     // Both readings put getNote ahead (-3 + 2 × -1 against -4 + 2 × -1.2); judged alone,
     // exportNotes reads "yes" half a nat likelier than "no", 8 × 0.5 more in the sum.
@@ -1110,14 +1126,8 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
         judged: JUDGED,
         ..Readings::default()
     };
-    let model = weighing_by(
-        vec![call("exportNotes", json!({})), respond("Exported.")],
-        readings,
-    );
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    let pick = pick_step(&answer);
-    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
-    let text = pick.text.expect("the weights");
+    let (answer, model) = weighed_pick(&actions, readings, request, "exportNotes", json!({})).await;
+    let text = pick_step(&answer).text.expect("the weights");
     assert!(
         text.contains(
             "exportNotes: request -4.00, list -1.20 (blank 0.00), judged 0.50, total -2.40"
@@ -1150,14 +1160,12 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
 
     // Weight 0, the default, leaves the judgment out: two scoring calls, getNote picked.
     actions.judge_weight = 0.0;
-    let model = weighing_by(
-        vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
-        readings,
-    );
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    let pick = pick_step(&answer);
-    assert_eq!(pick.operation_id.as_deref(), Some("getNote"));
-    assert!(!pick.text.expect("the weights").contains("judged"));
+    let (answer, model) =
+        weighed_pick(&actions, readings, request, "getNote", json!({"noteId": 1})).await;
+    assert!(!pick_step(&answer)
+        .text
+        .expect("the weights")
+        .contains("judged"));
     assert!(model
         .scored
         .lock()
@@ -1170,7 +1178,6 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
 #[tokio::test]
 async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
     let server = Server::start().await;
-    let index = notes_index();
     let request = "back up everything I wrote";
     // Read with the request, getNote leads the list (-1 against -1.5); read with no request
     // at all, getNote still reads likely (-0.5) and exportNotes does not (-4): the lean
@@ -1187,14 +1194,8 @@ async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
     };
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     assert_eq!(actions.calibration, 0.5, "on by default");
-    let model = weighing_by(
-        vec![call("exportNotes", json!({})), respond("Exported.")],
-        readings,
-    );
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    let pick = pick_step(&answer);
-    assert_eq!(pick.operation_id.as_deref(), Some("exportNotes"));
-    let text = pick.text.expect("the weights");
+    let (answer, _) = weighed_pick(&actions, readings, request, "exportNotes", json!({})).await;
+    let text = pick_step(&answer).text.expect("the weights");
     assert!(
         text.contains("exportNotes: request -3.00, list -1.50 (blank -4.00), total -2.00"),
         "{text}"
@@ -1223,14 +1224,9 @@ async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
 
     // Calibration 0 reads the list once, and the list's lean picks getNote.
     actions.calibration = 0.0;
-    let model = weighing_by(
-        vec![call("getNote", json!({"noteId": 1})), respond("Here.")],
-        readings,
-    );
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    let pick = pick_step(&answer);
-    assert_eq!(pick.operation_id.as_deref(), Some("getNote"));
-    let text = pick.text.expect("the weights");
+    let (answer, _) =
+        weighed_pick(&actions, readings, request, "getNote", json!({"noteId": 1})).await;
+    let text = pick_step(&answer).text.expect("the weights");
     assert!(
         text.contains("getNote: request -3.00, list -1.00, total -5.00"),
         "{text}"
