@@ -814,11 +814,10 @@ impl Actions {
             .map(|&i| lines[i].0.as_str())
             .chain([NONE])
             .collect();
-        let calibrated = self.calibration > 0.0;
         // The blank read follows the request's read in the same call: the two prompts
         // share every token up to the request, which the model then runs once.
         let mut requests = vec![request];
-        if calibrated {
+        if self.calibration > 0.0 {
             requests.push(BLANK_REQUEST);
         }
         let items: Vec<ScoreItem> = requests
