@@ -198,7 +198,8 @@ pub struct Actions {
     /// favours some ids on a list whatever the request (the first lines, words the line
     /// shares with the prompt); the blank read measures that lean, in the same scoring call,
     /// and taking half of it away took the weighed pick on held-out sets 4, 5 and 6 from 11,
-    /// 20 and 17 of 30 to 14, 22 and 19 (replayed offline on their recorded readings),
+    /// 20 and 17 of 30 to 14, 22 and 19 (replayed offline on their recorded readings), and
+    /// live, on the blind sets 7 and 8, from 14 and 19 to 15 and 21:
     /// `docs/results/actions-discourse/`, row 11.
     pub calibration: f32,
     /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
