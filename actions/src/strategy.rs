@@ -80,10 +80,6 @@ const NONE_MARGIN: f32 = 1.0;
 /// (its place, its words), not what the request asks.
 const BLANK_REQUEST: &str = "N/A";
 
-/// How many of a weighed pick's best (by the sum of its readings) go to the runoff
-/// ([`Actions::runoff`]): 3.
-const RUNOFF_K: usize = 3;
-
 /// What a pick says when no operation fits.
 const NONE: &str = "none";
 
@@ -206,17 +202,6 @@ pub struct Actions {
     /// live, on the blind sets 7 and 8, from 14 and 19 to 15 and 21:
     /// `docs/results/actions-discourse/`, row 11.
     pub calibration: f32,
-    /// The weight of the runoff in a weighed pick: 8 (0 turns it off). The [`RUNOFF_K`]
-    /// operations with the best sums are read once more as the pick from a list of their
-    /// full cards (every input, the description), best first, less
-    /// [`Actions::calibration`] times the same reading with a blank request; W times that
-    /// reading is added to their sums and the best of them is picked. Among ten one-line
-    /// summaries a small model separates near neighbours no better than a coin
-    /// (`deactivateUser` and `activateUser`); three, read in full, it separates more
-    /// often. Replayed offline on the recorded readings of held-out sets 5 to 8, it took
-    /// the weighed pick from 20, 17, 15 and 21 of 30 to 23, 19, 20 and 21:
-    /// `docs/results/actions-discourse/`, row 12.
-    pub runoff: f32,
     /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
     /// is also judged alone ("does this operation do exactly what the request asks?") in a
     /// third scoring call, and the pick adds this weight times log P(yes) − log P(no). At 8
@@ -261,7 +246,6 @@ impl Actions {
             pick_k: 10,
             list_weight: 2.0,
             calibration: 0.5,
-            runoff: 8.0,
             judge_weight: 0.0,
             max_turns: 6,
             max_invalid: 2,
@@ -776,11 +760,10 @@ impl Actions {
             .await
     }
 
-    /// The weighed pick ([`Actions::weigh`]), in three scoring calls: the request reading of
-    /// every operation of the `pool` (the search's best first), the list reading of the
-    /// shortlist (the pool's best by both rankings, fused) with "none" among them, and the
-    /// runoff of the best few ([`Actions::runoff`]); one more judges each listed operation
-    /// where [`Actions::judge_weight`] is above 0.
+    /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
+    /// every operation of the `pool` (the search's best first), then the list reading of the
+    /// shortlist (the pool's best by both rankings, fused) with "none" among them; a third
+    /// judges each listed operation where [`Actions::judge_weight`] is above 0.
     async fn pick_by_weight(
         &self,
         run: &mut Run<'_>,
@@ -887,45 +870,8 @@ impl Actions {
                 asked[shortlist[k]] + self.list_weight * listed[k] + judgment
             })
             .collect();
-
-        // The runoff: the best few by their sums, read in full as a list of their own.
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&i, &j| total[j].total_cmp(&total[i]));
-        let finalists = &order[..n.min(RUNOFF_K)];
-        let mut runoff: Vec<Option<(f32, Option<f32>)>> = vec![None; n];
-        let mut with_runoff = total.clone();
-        if self.runoff > 0.0 && finalists.len() > 1 {
-            let ids: Vec<String> = finalists
-                .iter()
-                .map(|&k| lines[shortlist[k]].0.clone())
-                .collect();
-            let cards = self.cards(&ids);
-            let items: Vec<ScoreItem> = requests
-                .iter()
-                .flat_map(|request| {
-                    let messages = vec![
-                        Message::system(PICK_PROMPT.trim()),
-                        Message::user(format!("Operations:\n{cards}\n\nRequest: {request}")),
-                    ];
-                    ids.iter().map(move |id| ScoreItem {
-                        messages: messages.clone(),
-                        continuation: pick_object(id),
-                    })
-                })
-                .collect();
-            let read = run.score(1, "pick: runoff", items).await?;
-            let (asked_runoff, blank_runoff) = read.split_at(ids.len());
-            for (f, &k) in finalists.iter().enumerate() {
-                let blank = blank_runoff.get(f).copied();
-                runoff[k] = Some((asked_runoff[f], blank));
-                let reading = asked_runoff[f] - blank.map_or(0.0, |b| self.calibration * b);
-                with_runoff[k] += self.runoff * reading;
-            }
-        }
-        let best = finalists
-            .iter()
-            .copied()
-            .max_by(|&i, &j| with_runoff[i].total_cmp(&with_runoff[j]))
+        let best = (0..n)
+            .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
         let none_listed = listed[n] > best_listed + NONE_MARGIN;
@@ -939,17 +885,8 @@ impl Actions {
                     .as_ref()
                     .map(|j| format!(", judged {:.2}", j[k]))
                     .unwrap_or_default();
-                let runoff = runoff[k]
-                    .map(|(read, blank)| {
-                        format!(
-                            ", runoff {}, with it {:.2}",
-                            list_text(read, blank.as_ref()),
-                            with_runoff[k]
-                        )
-                    })
-                    .unwrap_or_default();
                 format!(
-                    "{}: request {:.2}, list {}{judgment}, total {:.2}{runoff}",
+                    "{}: request {:.2}, list {}{judgment}, total {:.2}",
                     lines[i].0,
                     asked[i],
                     list_text(asked_list[k], blank.get(k)),
@@ -1290,7 +1227,6 @@ impl Strategy for Actions {
             "pick_k": self.pick_k,
             "list_weight": self.list_weight,
             "calibration": self.calibration,
-            "runoff": self.runoff,
             "judge_weight": self.judge_weight,
             "max_turns": self.max_turns,
             "max_invalid": self.max_invalid,

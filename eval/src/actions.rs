@@ -165,9 +165,6 @@ pub struct ActionSettings {
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
-    /// The weight of the runoff of a weighed pick's best few ([`Actions::runoff`]; the
-    /// strategy's default when `None`).
-    pub runoff: Option<f32>,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
@@ -344,9 +341,6 @@ fn strategy_for(
     }
     if let Some(weight) = settings.calibration {
         actions.calibration = weight;
-    }
-    if let Some(weight) = settings.runoff {
-        actions.runoff = weight;
     }
     Ok(actions)
 }

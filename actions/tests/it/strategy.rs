@@ -871,13 +871,10 @@ struct Readings {
     /// How much likelier "yes" reads than "no" in the judgment of the operation; 0 for the
     /// rest.
     judged: &'static [(&'static str, f32)],
-    /// The id as the pick from the runoff's cards; 0 for the rest, and 0 for every blank
-    /// read of the runoff.
-    runoff: &'static [(&'static str, f32)],
 }
 
 /// A scripted model weighing by fixed figures: `asked` and `listed` as [`Readings`] gives
-/// them, every blank read and runoff reading 0 and every judgment "yes" as likely as "no".
+/// them, every blank read 0 and every judgment "yes" as likely as "no".
 fn weighing(
     turns: Vec<Turn>,
     asked: &'static [(&'static str, f32)],
@@ -900,7 +897,6 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
         listed,
         blank,
         judged,
-        runoff,
     } = readings;
     let read = |table: &[(&str, f32)], item: &ScoreItem, otherwise: f32| {
         table
@@ -920,11 +916,6 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
                 "no" => -1.0,
                 other => panic!("a judgment reads yes or no, not {other:?}"),
             }
-        } else if is_runoff(user) {
-            match user.ends_with("\n\nRequest: N/A") {
-                true => 0.0,
-                false => read(runoff, item, 0.0),
-            }
         } else if user.starts_with("Operations:") && user.ends_with("\n\nRequest: N/A") {
             read(blank, item, 0.0)
         } else if user.starts_with("Operations:") {
@@ -936,15 +927,6 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
                 .map_or(-20.0, |(_, s)| *s)
         }
     })
-}
-
-/// Whether a scoring prompt is the runoff's: cards (`getNote — GET /notes/{noteId}`), not
-/// the list's lines (`getNote: GET /notes/{noteId} — ...`).
-fn is_runoff(prompt: &str) -> bool {
-    prompt
-        .strip_prefix("Operations:\n")
-        .and_then(|rest| rest.split_whitespace().nth(1))
-        == Some("—")
 }
 
 /// Runs `request` on a model weighing by `readings` whose turns call `picked` (with
@@ -1017,19 +999,17 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     );
     assert!(text.ends_with("none: list -10.00 (blank 0.00)"), "{text}");
 
-    // Three scoring calls: the request reading of every operation the search ranked (the
-    // whole small API fits the pool), the list reading of them all and none, with the
-    // request and blank, and the runoff of the best three, with the request and blank.
+    // Two scoring calls: the request reading of every operation the search ranked (the
+    // whole small API fits the pool), then the list reading of them all and none, with the
+    // request and blank.
     let weighed = text.lines().count() - 1;
-    assert!(weighed > 3 && weighed <= actions.pick_k, "{text}");
+    assert!(weighed > 1 && weighed <= actions.pick_k, "{text}");
     let calls = score_calls(&answer);
-    assert_eq!(calls.len(), 3);
+    assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].items.len(), weighed);
     assert_eq!(calls[1].items.len(), 2 * (weighed + 1));
-    assert_eq!(calls[2].purpose, "pick: runoff");
-    assert_eq!(calls[2].items.len(), 2 * 3);
-    assert_eq!(model.scored.lock().unwrap().len(), 3 * weighed + 2 + 6);
-    assert_eq!(answer.usage.llm_calls, 5, "three weighings and two turns");
+    assert_eq!(model.scored.lock().unwrap().len(), 3 * weighed + 2);
+    assert_eq!(answer.usage.llm_calls, 4, "two weighings and two turns");
     // The HTML trace shows each continuation weighed with its score.
     let page = html::render(&answer, &Graph::of(&answer, &index.index));
     assert!(
@@ -1088,8 +1068,6 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     actions.pick_k = 4;
     actions.k = 9;
-    // The shortlist is what this test reads; the runoff after it is tested on its own.
-    actions.runoff = 0.0;
     let model = weighing(
         vec![call("exportNotes", json!({})), respond("Exported.")],
         ASKED,
@@ -1174,13 +1152,13 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
     );
     assert_eq!(answer.trace.config["judge_weight"], json!(8.0));
     // A third scoring call, yes and no for each operation listed (the list reading reads
-    // each listed id and none twice: with the request and blank); the runoff comes after.
+    // each listed id and none twice: with the request and blank).
     let calls = score_calls(&answer);
-    assert_eq!(calls.len(), 4);
+    assert_eq!(calls.len(), 3);
     assert_eq!(calls[2].purpose, "pick: judgment");
     assert_eq!(calls[2].items.len(), calls[1].items.len() - 2);
 
-    // Weight 0, the default, leaves the judgment out: three scoring calls, getNote picked.
+    // Weight 0, the default, leaves the judgment out: two scoring calls, getNote picked.
     actions.judge_weight = 0.0;
     let (answer, model) =
         weighed_pick(&actions, readings, request, "getNote", json!({"noteId": 1})).await;
@@ -1194,7 +1172,7 @@ async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
         .unwrap()
         .iter()
         .all(|item| item.continuation != "yes"));
-    assert_eq!(score_calls(&answer).len(), 3);
+    assert_eq!(score_calls(&answer).len(), 2);
 }
 
 #[tokio::test]
@@ -1230,10 +1208,9 @@ async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
     assert_eq!(answer.trace.config["calibration"], json!(0.5));
 
     // One scoring call reads the list twice: every id and none with the request, then the
-    // same continuations after the same list with "N/A" for the request (the runoff
-    // follows).
+    // same continuations after the same list with "N/A" for the request.
     let calls = score_calls(&answer);
-    assert_eq!(calls.len(), 3);
+    assert_eq!(calls.len(), 2);
     let items = &calls[1].items;
     let (asked, blank) = items.split_at(items.len() / 2);
     let prompt = |item: &ScoreItem| item.messages.last().expect("a prompt").content.clone();
@@ -1260,96 +1237,6 @@ async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
         .items
         .iter()
         .all(|item| !prompt(item).ends_with("Request: N/A")));
-}
-
-#[tokio::test]
-async fn a_runoff_reads_the_best_three_in_full_and_can_overturn_their_sums() {
-    let server = Server::start().await;
-    let request = "back up everything I wrote";
-    // By the sums (request + 2 × list, every blank read 0), getNote leads: -3 - 2 = -5,
-    // exportNotes -3.5 - 2 = -5.5, listNotes -4 - 2.4 = -6.4, the rest -20 - 16 = -36. Read
-    // in full among those three, exportNotes reads likeliest (-0.2), and 8 times the runoff
-    // turns the order: getNote -5 - 16 = -21, exportNotes -5.5 - 1.6 = -7.1, listNotes
-    // -6.4 - 24 = -30.4.
-    const ASKED: &[(&str, f32)] = &[
-        ("getNote", -3.0),
-        ("exportNotes", -3.5),
-        ("listNotes", -4.0),
-    ];
-    const LISTED: &[(&str, f32)] = &[
-        ("getNote", -1.0),
-        ("exportNotes", -1.0),
-        ("listNotes", -1.2),
-    ];
-    const RUNOFF: &[(&str, f32)] = &[
-        ("getNote", -2.0),
-        ("exportNotes", -0.2),
-        ("listNotes", -3.0),
-    ];
-    let readings = Readings {
-        asked: ASKED,
-        listed: LISTED,
-        runoff: RUNOFF,
-        ..Readings::default()
-    };
-    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    assert_eq!(actions.runoff, 8.0, "on by default");
-    let (answer, _) = weighed_pick(&actions, readings, request, "exportNotes", json!({})).await;
-    let text = pick_step(&answer).text.expect("the weights");
-    for line in [
-        "getNote: request -3.00, list -1.00 (blank 0.00), total -5.00, runoff -2.00 (blank 0.00), with it -21.00",
-        "exportNotes: request -3.50, list -1.00 (blank 0.00), total -5.50, runoff -0.20 (blank 0.00), with it -7.10",
-        "listNotes: request -4.00, list -1.20 (blank 0.00), total -6.40, runoff -3.00 (blank 0.00), with it -30.40",
-    ] {
-        assert!(text.contains(line), "{line} in {text}");
-    }
-    assert_eq!(text.matches("runoff").count(), 3, "only the three: {text}");
-    assert_eq!(answer.trace.config["runoff"], json!(8.0));
-
-    // The runoff's call reads the three ids, best sum first, after their cards (every
-    // input, its place and type), with the request and then with "N/A".
-    let calls = score_calls(&answer);
-    assert_eq!(calls.len(), 3);
-    assert_eq!(calls[2].purpose, "pick: runoff");
-    let continuations: Vec<&str> = calls[2]
-        .items
-        .iter()
-        .map(|item| item.continuation.as_str())
-        .collect();
-    let ids =
-        ["getNote", "exportNotes", "listNotes"].map(|id| format!(r#"{{"operation_id": "{id}"}}"#));
-    assert_eq!(continuations, [&ids[..], &ids[..]].concat());
-    let prompt = |k: usize| {
-        calls[2].items[k]
-            .messages
-            .last()
-            .expect("a prompt")
-            .content
-            .clone()
-    };
-    assert!(
-        prompt(0).starts_with("Operations:\ngetNote — GET /notes/{noteId}\n"),
-        "{}",
-        prompt(0)
-    );
-    assert!(prompt(0).contains("\n\nexportNotes — "), "{}", prompt(0));
-    assert!(prompt(0).contains("- noteId (path, "), "{}", prompt(0));
-    assert!(
-        prompt(0).ends_with(&format!("\n\nRequest: {request}")),
-        "{}",
-        prompt(0)
-    );
-    assert!(prompt(3).ends_with("\n\nRequest: N/A"), "{}", prompt(3));
-
-    // Runoff 0 leaves the sums as they are: two scoring calls, getNote picked.
-    actions.runoff = 0.0;
-    let (answer, _) =
-        weighed_pick(&actions, readings, request, "getNote", json!({"noteId": 1})).await;
-    assert!(!pick_step(&answer)
-        .text
-        .expect("the weights")
-        .contains("runoff"));
-    assert_eq!(score_calls(&answer).len(), 2);
 }
 
 #[tokio::test]

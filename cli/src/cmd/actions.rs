@@ -56,11 +56,6 @@ pub struct ActionFlags {
     /// off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub calibration: Option<f32>,
-    /// actions: in a local model's weighed pick, read the 3 operations with the best sums
-    /// once more as a list of their full cards and add W times that reading to their sums
-    /// [default: 8; 0 turns it off; one scoring call, about 2 seconds, more per request].
-    #[arg(long, value_name = "W", value_parser = weight)]
-    pub runoff: Option<f32>,
 }
 
 /// A weight of the weighed pick: a finite number, 0 or more.
@@ -162,9 +157,6 @@ pub fn strategy(
     }
     if let Some(weight) = flags.calibration {
         strategy.calibration = weight;
-    }
-    if let Some(weight) = flags.runoff {
-        strategy.runoff = weight;
     }
     Ok(strategy)
 }

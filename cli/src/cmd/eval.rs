@@ -79,11 +79,6 @@ pub struct Args {
     /// from each operation's list reading [default: 0.5; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     calibration: Option<f32>,
-    /// With --spec: in the weighed pick, read the 3 operations with the best sums once more
-    /// as a list of their full cards and add W times that reading [default: 8; 0 turns it
-    /// off].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    runoff: Option<f32>,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -282,7 +277,6 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         weigh: !args.no_weigh,
         judge_weight: args.judge_weight,
         calibration: args.calibration,
-        runoff: args.runoff,
         retries: args.retries,
         traces: args.traces,
     };

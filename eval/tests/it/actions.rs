@@ -46,7 +46,6 @@ fn settings() -> ActionSettings {
         weigh: false,
         judge_weight: None,
         calibration: None,
-        runoff: None,
         retries: 0,
         traces: true,
     }
