@@ -762,8 +762,9 @@ impl Actions {
 
     /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
     /// every operation of the `pool` (the search's best first), then the list reading of the
-    /// shortlist (the pool's best by both rankings, fused) with "none" among them; a third
-    /// judges each listed operation where [`Actions::judge_weight`] is above 0.
+    /// shortlist (the pool's best by both rankings, fused) with "none" among them, read with
+    /// the request and, where [`Actions::calibration`] is above 0, again with a blank one; a
+    /// third judges each listed operation where [`Actions::judge_weight`] is above 0.
     async fn pick_by_weight(
         &self,
         run: &mut Run<'_>,
