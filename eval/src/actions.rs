@@ -40,6 +40,7 @@ use serde_json::Value;
 use walkrag_actions::{
     Actions, AlwaysYes, AuditLog, Catalog, Dispatch, Executor, ExecutorConfig, RequestPreview,
 };
+use walkrag_core::ChatModel;
 use walkrag_engine::Index;
 use walkrag_walker::jsonl::squash;
 use walkrag_walker::{Answer, Cost, Env, Step, Strategy};
@@ -141,7 +142,7 @@ pub fn load_requests(
 }
 
 /// How the strategy is set up for the run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ActionSettings {
     pub dataset: String,
     /// The command line, quoted in the report.
@@ -165,10 +166,30 @@ pub struct ActionSettings {
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
+    /// The model that weighs the pick ([`Actions::pick_model`]; the chat model when `None`).
+    pub pick_model: Option<Arc<dyn ChatModel>>,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,
     /// Also write each trace to `out/traces/actions/ID.json`.
     pub traces: bool,
+}
+
+impl std::fmt::Debug for ActionSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionSettings")
+            .field("dataset", &self.dataset)
+            .field("base_url", &self.base_url)
+            .field("k", &self.k)
+            .field("max_turns", &self.max_turns)
+            .field("guess", &self.guess)
+            .field("weigh", &self.weigh)
+            .field("judge_weight", &self.judge_weight)
+            .field("calibration", &self.calibration)
+            .field("pick_model", &self.pick_model.as_ref().map(|m| m.id()))
+            .field("retries", &self.retries)
+            .field("traces", &self.traces)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Progress hooks; every method has a no-op default.
@@ -342,6 +363,7 @@ fn strategy_for(
     if let Some(weight) = settings.calibration {
         actions.calibration = weight;
     }
+    actions.pick_model = settings.pick_model.clone();
     Ok(actions)
 }
 

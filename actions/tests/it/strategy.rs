@@ -1057,6 +1057,80 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
 }
 
 #[tokio::test]
+async fn a_pick_model_weighs_the_pick_and_the_chat_model_writes_the_turns() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let request = "back up everything I wrote";
+    // Each model alone would pick another operation: the pick model exportNotes, the chat
+    // model getNote.
+    const PICK_ASKED: &[(&str, f32)] = &[("getNote", -10.0), ("exportNotes", -3.0)];
+    const PICK_LISTED: &[(&str, f32)] = &[("exportNotes", -1.0), ("getNote", -6.0)];
+    const CHAT_ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -10.0)];
+    const CHAT_LISTED: &[(&str, f32)] = &[("getNote", -1.0), ("exportNotes", -6.0)];
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let picker = Arc::new(weighing(vec![], PICK_ASKED, PICK_LISTED));
+    actions.pick_model = Some(picker.clone());
+    let model = weighing(
+        vec![call("exportNotes", json!({})), respond("Exported.")],
+        CHAT_ASKED,
+        CHAT_LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+
+    assert_eq!(
+        pick_step(&answer).operation_id.as_deref(),
+        Some("exportNotes")
+    );
+    assert!(
+        model.scored.lock().unwrap().is_empty(),
+        "the chat model weighs nothing"
+    );
+    let weighed = picker.scored.lock().unwrap().len();
+    assert_eq!(
+        weighed,
+        score_calls(&answer)
+            .iter()
+            .map(|c| c.items.len())
+            .sum::<usize>()
+    );
+    assert!(
+        picker.requests.lock().unwrap().is_empty(),
+        "the pick model writes nothing"
+    );
+    assert_eq!(
+        model.requests.lock().unwrap().len(),
+        2,
+        "the chat model writes both turns"
+    );
+    assert_eq!(answer.trace.config["pick_model"], json!("test:scripted"));
+
+    // A pick model that cannot weigh leaves the pick written, by the chat model, among the
+    // cards (all 7 operations here).
+    actions.pick_model = Some(Arc::new(ScriptedChatModel::new(vec![])));
+    actions.k = 7;
+    let model = weighing(
+        vec![
+            pick("exportNotes"),
+            call("exportNotes", json!({})),
+            respond("Exported."),
+        ],
+        CHAT_ASKED,
+        CHAT_LISTED,
+    );
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert!(score_calls(&answer).is_empty(), "nothing weighed");
+    assert_eq!(
+        pick_step(&answer).operation_id.as_deref(),
+        Some("exportNotes")
+    );
+    assert_eq!(
+        model.requests.lock().unwrap().len(),
+        3,
+        "the pick written, then two turns"
+    );
+}
+
+#[tokio::test]
 async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     let server = Server::start().await;
     let index = notes_index();

@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_cycles: args.max_cycles,
         control: control.clone(),
         memory,
-        reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
+        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {
@@ -182,7 +182,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(strategy) => strategy,
         None => {
             let confirm = super::actions::confirmation(&args.actions);
-            let mut actions = super::actions::strategy(&index, &args.actions, confirm)?;
+            let mut actions =
+                super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
             if let Some(k) = args.k {
                 actions.k = k;
             }

@@ -185,7 +185,7 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let confirm = super::actions::confirmation(&args.actions);
-    let strategy = super::actions::strategy(&index, &args.actions, confirm)?;
+    let strategy = super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
     let env = Env {
         index: &index,
         embedder: &embedder,
@@ -242,7 +242,7 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
         Box::new(Roam::conversation())
     } else {
         let options = Options {
-            reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
+            reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
             ..Options::default()
         };
         by_name(name, &options)?

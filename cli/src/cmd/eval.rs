@@ -79,6 +79,10 @@ pub struct Args {
     /// from each operation's list reading [default: 0.5; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     calibration: Option<f32>,
+    /// With --spec: the model that weighs the pick, where another than --model (which still
+    /// writes every turn) [default: --model].
+    #[arg(long, requires = "spec", value_name = "SPEC")]
+    pick_model: Option<String>,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -149,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
-        reader: super::load_reader_model(args.reader_model.as_deref(), &args.model)?,
+        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();
@@ -277,6 +281,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         weigh: !args.no_weigh,
         judge_weight: args.judge_weight,
         calibration: args.calibration,
+        pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
         retries: args.retries,
         traces: args.traces,
     };

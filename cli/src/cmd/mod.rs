@@ -70,16 +70,18 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// The `docs` reader model of `--reader-model`: `None` without one or when it names the chat
-/// model itself (loaded once, it reads and answers).
-pub fn load_reader_model(
-    reader: Option<&str>,
+/// A model for one `role` beside the chat model `model` (`--reader-model` for `docs`,
+/// `--pick-model` for `actions`): `None` without one or when it names the chat model itself
+/// (loaded once, it does both).
+pub fn load_other_model(
+    other: Option<&str>,
     model: &str,
+    role: &str,
 ) -> anyhow::Result<Option<Arc<dyn ChatModel>>> {
-    match reader {
-        Some(reader) if reader != model => load_chat_model(reader)
+    match other {
+        Some(other) if other != model => load_chat_model(other)
             .map(Some)
-            .with_context(|| format!("cannot load the reader model {reader}")),
+            .with_context(|| format!("cannot load the {role} model {other}")),
         _ => Ok(None),
     }
 }

@@ -248,3 +248,59 @@ fn eval_of_api_requests_writes_the_contract_files_and_ask_runs_dry() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_pick_model_weighs_the_pick_beside_the_chat_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.yaml"), SPEC).unwrap();
+    let out = walkrag(dir, &["index", "notes.yaml", "--index", "idx"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ask = |pick_model: &str| {
+        walkrag(
+            dir,
+            &[
+                "ask",
+                "Show me note 1",
+                "--strategy",
+                "actions",
+                "--index",
+                "idx",
+                "--model",
+                MODEL,
+                "--pick-model",
+                pick_model,
+                "--dry-run",
+                "--max-cycles",
+                "1",
+                "--trace",
+                "trace.json",
+            ],
+        )
+    };
+
+    let pick_model = "local:qwen2.5-coder-0.5b";
+    let out = ask(pick_model);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
+    assert_eq!(trace["model"], MODEL, "the chat model writes the turns");
+    assert_eq!(trace["config"]["pick_model"], pick_model);
+    let purposes: Vec<&str> = trace["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "score")
+        .map(|s| s["purpose"].as_str().unwrap())
+        .collect();
+    assert_eq!(purposes, ["pick: request reading", "pick: list reading"]);
+
+    // A pick model that cannot be loaded is an error that names it.
+    let out = ask("local:no-such-model");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot load the pick model local:no-such-model"),
+        "{}",
+        stderr(&out)
+    );
+}
