@@ -172,7 +172,8 @@ pub struct Actions {
     /// Before the first search, ask the model which operation ids the API would give the
     /// request ("Ban user 88" → `suspendUser, banUser`) and search with their words too,
     /// fused with the request's rankings: on. Requests often name what they want in words the
-    /// operations do not use (ban/suspend, account/user).
+    /// operations do not use (ban/suspend, account/user). [`Actions::pick_model`] writes the
+    /// guess where one is given.
     pub guess: bool,
     /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
     /// local models), pick the operation by weighing instead of writing its id: on. Each of
@@ -209,13 +210,16 @@ pub struct Actions {
     /// offline, but held-out 6, written blind, from 17 to 16, at 1.22× the time per request
     /// (`docs/results/actions-discourse/`, row 10), so it is not on by default.
     pub judge_weight: f32,
-    /// The model that weighs the pick, where it is not the chat model: `None`, the chat
+    /// The model that finds the operation, where it is not the chat model: it writes the
+    /// guess of operation ids ([`Actions::guess`]) and weighs the pick; `None`, the chat
     /// model. A larger local model reads near neighbours apart better (`silenceUser` and
-    /// `deactivateUser`); only the pick's readings pay for it, the guess and the turns stay
-    /// with the chat model. With the 0.5B chat model and the 1.5B model here, the blind
-    /// held-out set 10 went from 14 to 24 of 30 picked right, at 2.16× the time per request
-    /// (`docs/results/actions-discourse/`, row 13). Models that cannot weigh
-    /// ([`ChatModel::can_score`]) leave the pick written.
+    /// `deactivateUser`) and guesses ids the search can use ("listLabels" where the small
+    /// model wrote "listTopics"); only the guess and the pick's readings pay for it, the
+    /// turns stay with the chat model. With the 0.5B chat model and the 1.5B model here,
+    /// weighing alone took the blind held-out set 10 from 14 to 24 of 30 picked right, at
+    /// 2.16× the time per request; the guess too took held-out 11 from 20 to 23 of 30 at
+    /// 1.01× (the 0.5B model alone: 15, in half the time) (`docs/results/actions-discourse/`, rows 13 and 14). Models that cannot weigh
+    /// ([`ChatModel::can_score`]) leave the pick written, by the chat model.
     pub pick_model: Option<Arc<dyn ChatModel>>,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
@@ -737,7 +741,10 @@ impl Actions {
             },
             ..ChatRequest::default()
         };
-        let completion = run.chat(1, "guess", chat, &self.control).await?;
+        let model = self.pick_model.as_deref().unwrap_or(run.env.model);
+        let completion = run
+            .chat_with(model, 1, "guess", chat, &self.control)
+            .await?;
         let text = completion.text.trim();
         let words = guessed_words(text);
         run.record_action(ActionStep {
@@ -2006,8 +2013,8 @@ impl<'s> Run<'s> {
         first_chunk(self.env.index, operation_id)
     }
 
-    /// Calls the model and records the call; a stop cancels the generation and keeps what
-    /// came.
+    /// Calls the chat model and records the call; a stop cancels the generation and keeps
+    /// what came.
     async fn chat(
         &mut self,
         cycle: usize,
@@ -2015,15 +2022,20 @@ impl<'s> Run<'s> {
         request: ChatRequest,
         control: &Control,
     ) -> Result<Completion, ChatError> {
-        let (result, call) = llm::call(
-            self.env.model,
-            cycle,
-            purpose,
-            request,
-            control,
-            &mut |_| {},
-        )
-        .await;
+        self.chat_with(self.env.model, cycle, purpose, request, control)
+            .await
+    }
+
+    /// [`Run::chat`] with `model`.
+    async fn chat_with(
+        &mut self,
+        model: &dyn ChatModel,
+        cycle: usize,
+        purpose: &str,
+        request: ChatRequest,
+        control: &Control,
+    ) -> Result<Completion, ChatError> {
+        let (result, call) = llm::call(model, cycle, purpose, request, control, &mut |_| {}).await;
         self.trace.steps.push(Step::Llm(call));
         if let Ok(out) = &result {
             self.cost.add_call(out.usage);

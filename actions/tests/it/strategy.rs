@@ -1057,7 +1057,7 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
 }
 
 #[tokio::test]
-async fn a_pick_model_weighs_the_pick_and_the_chat_model_writes_the_turns() {
+async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_turns() {
     let server = Server::start().await;
     let index = notes_index();
     let request = "back up everything I wrote";
@@ -1068,7 +1068,9 @@ async fn a_pick_model_weighs_the_pick_and_the_chat_model_writes_the_turns() {
     const CHAT_ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -10.0)];
     const CHAT_LISTED: &[(&str, f32)] = &[("getNote", -1.0), ("exportNotes", -6.0)];
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    let picker = Arc::new(weighing(vec![], PICK_ASKED, PICK_LISTED));
+    actions.guess = true;
+    let guess = || Turn::Reply("exportNotes, backupNotes".into());
+    let picker = Arc::new(weighing(vec![guess()], PICK_ASKED, PICK_LISTED));
     actions.pick_model = Some(picker.clone());
     let model = weighing(
         vec![call("exportNotes", json!({})), respond("Exported.")],
@@ -1093,9 +1095,12 @@ async fn a_pick_model_weighs_the_pick_and_the_chat_model_writes_the_turns() {
             .map(|c| c.items.len())
             .sum::<usize>()
     );
-    assert!(
-        picker.requests.lock().unwrap().is_empty(),
-        "the pick model writes nothing"
+    let written = picker.requests.lock().unwrap().clone();
+    assert_eq!(written.len(), 1, "the pick model writes the guess");
+    assert!(render_request(&written[0]).contains("operationId"));
+    assert_eq!(
+        actions_of(&answer)[0].text.as_deref(),
+        Some("exportNotes, backupNotes")
     );
     assert_eq!(
         model.requests.lock().unwrap().len(),
@@ -1106,7 +1111,7 @@ async fn a_pick_model_weighs_the_pick_and_the_chat_model_writes_the_turns() {
 
     // A pick model that cannot weigh leaves the pick written, by the chat model, among the
     // cards (all 7 operations here).
-    actions.pick_model = Some(Arc::new(ScriptedChatModel::new(vec![])));
+    actions.pick_model = Some(Arc::new(ScriptedChatModel::new(vec![guess()])));
     actions.k = 7;
     let model = weighing(
         vec![

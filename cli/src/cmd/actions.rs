@@ -56,10 +56,12 @@ pub struct ActionFlags {
     /// off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub calibration: Option<f32>,
-    /// actions: the model that weighs a weighed pick, where another than --model (which
-    /// still writes every turn): a larger local model such as local:qwen2.5-coder-1.5b tells
-    /// near neighbours apart better (on a blind set, 24 of 30 picked right against 14, at
-    /// twice the time per request) [default: --model].
+    /// actions: the model that finds the operation (guesses its id before the search and
+    /// weighs the pick), where another than --model, which still writes every turn: a larger
+    /// local model such as local:qwen2.5-coder-1.5b tells near neighbours apart better (on
+    /// blind sets, 24 and 23 of 30 picked right against 14 and 15, at twice the time per
+    /// request)
+    /// [default: --model].
     #[arg(long, value_name = "SPEC")]
     pub pick_model: Option<String>,
 }

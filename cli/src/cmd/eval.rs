@@ -79,8 +79,9 @@ pub struct Args {
     /// from each operation's list reading [default: 0.5; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     calibration: Option<f32>,
-    /// With --spec: the model that weighs the pick, where another than --model (which still
-    /// writes every turn) [default: --model].
+    /// With --spec: the model that finds the operation (guesses its id before the search and
+    /// weighs the pick), where another than --model, which still writes every turn [default:
+    /// --model].
     #[arg(long, requires = "spec", value_name = "SPEC")]
     pick_model: Option<String>,
     /// Strategies to compare, comma-separated.
