@@ -218,8 +218,9 @@ pub struct Actions {
     /// turns stay with the chat model. With the 0.5B chat model and the 1.5B model here,
     /// weighing alone took the blind held-out set 10 from 14 to 24 of 30 picked right, at
     /// 2.16× the time per request; the guess too took held-out 11 from 20 to 23 of 30 at
-    /// 1.01× (the 0.5B model alone: 15, in half the time) (`docs/results/actions-discourse/`, rows 13 and 14). Models that cannot weigh
-    /// ([`ChatModel::can_score`]) leave the pick written, by the chat model.
+    /// 1.01× (the 0.5B model alone: 15, in half the time); `docs/results/actions-discourse/`,
+    /// rows 13 and 14. Models that cannot weigh ([`ChatModel::can_score`]) leave the pick
+    /// written, by the chat model.
     pub pick_model: Option<Arc<dyn ChatModel>>,
     /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
     /// one spare), so a confused model always stops.
@@ -741,7 +742,7 @@ impl Actions {
             },
             ..ChatRequest::default()
         };
-        let model = self.pick_model.as_deref().unwrap_or(run.env.model);
+        let model = self.finder(run.env.model);
         let completion = run
             .chat_with(model, 1, "guess", chat, &self.control)
             .await?;
@@ -757,6 +758,12 @@ impl Actions {
         Ok(words)
     }
 
+    /// The model that finds the operation (writes the guess, weighs the pick):
+    /// [`Actions::pick_model`], else the chat model `chat`.
+    fn finder<'m>(&'m self, chat: &'m dyn ChatModel) -> &'m dyn ChatModel {
+        self.pick_model.as_deref().unwrap_or(chat)
+    }
+
     /// The pick: which operation carries out `request`, of those just `ranked` (best
     /// first); `None` when none does. Weighed where the model can weigh and
     /// [`Actions::weigh`] is on, else written.
@@ -767,7 +774,7 @@ impl Actions {
         ranked: &[String],
         request: &str,
     ) -> Result<Option<String>, StrategyError> {
-        let weigher = self.pick_model.as_deref().unwrap_or(run.env.model);
+        let weigher = self.finder(run.env.model);
         if self.weigh && weigher.can_score() {
             let pool = &ranked[..ranked.len().min(self.pool)];
             return self.pick_by_weight(run, weigher, pool, request).await;

@@ -166,8 +166,8 @@ pub struct ActionSettings {
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
-    /// The model that guesses and weighs the pick ([`Actions::pick_model`]; the chat model when
-    /// `None`).
+    /// The model that writes the guess and weighs the pick ([`Actions::pick_model`]; the chat
+    /// model when `None`).
     pub pick_model: Option<Arc<dyn ChatModel>>,
     /// Retries of a request whose model call failed transiently.
     pub retries: usize,

@@ -60,8 +60,7 @@ pub struct ActionFlags {
     /// weighs the pick), where another than --model, which still writes every turn: a larger
     /// local model such as local:qwen2.5-coder-1.5b tells near neighbours apart better (on
     /// blind sets, 24 and 23 of 30 picked right against 14 and 15, at twice the time per
-    /// request)
-    /// [default: --model].
+    /// request) [default: --model].
     #[arg(long, value_name = "SPEC")]
     pub pick_model: Option<String>,
 }
