@@ -341,6 +341,10 @@ pub struct Action {
     pub servers: Vec<Server>,
     /// A hash of everything above: equal hashes mean an unchanged operation.
     pub hash: ActionHash,
+    /// Requests a model wrote for it when the spec was indexed with examples (`examples.rs`);
+    /// not part of the hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
 }
 
 /// A short hex hash of an action's content.
@@ -390,9 +394,17 @@ impl Action {
 
     /// The words a request for this action is likely to share with it, for word-level
     /// (BM25) retrieval: [`Action::embed_text`] without the inputs (their names recur across
-    /// a whole API: `id`, `username`) and with a shorter description.
+    /// a whole API: `id`, `username`) and with a shorter description, and with its example
+    /// requests, if any.
     pub fn keyword_text(&self) -> String {
-        self.what_it_does(300).join("\n")
+        let mut lines = self.what_it_does(300);
+        lines.extend(self.examples_line());
+        lines.join("\n")
+    }
+
+    /// `requests: A / B / ...`, the examples written for it, where there are any.
+    fn examples_line(&self) -> Option<String> {
+        (!self.examples.is_empty()).then(|| format!("requests: {}", self.examples.join(" / ")))
     }
 
     /// Summary, id words, method and path with verbs and the path's words, tags, and the
@@ -424,7 +436,8 @@ impl Action {
 
     /// The text this action is embedded as for retrieval: what it does in plain words first
     /// (summary, the operation id split into words, verbs for the method, the path's words),
-    /// then its description and inputs.
+    /// then its description and inputs. Its example requests are embedded apart, one
+    /// record each ([`crate::ActionRecord::examples_of`]).
     pub fn embed_text(&self) -> String {
         let mut lines = self.what_it_does(800);
         let inputs: Vec<String> = self
@@ -583,6 +596,7 @@ impl Action {
         let mut value = serde_json::to_value(self).expect("an action serialises");
         if let Value::Object(map) = &mut value {
             map.remove("hash");
+            map.remove("examples");
         }
         let mut canonical = String::new();
         write_canonical(&value, &mut canonical);

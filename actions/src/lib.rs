@@ -45,6 +45,7 @@
 
 mod action;
 mod error;
+mod examples;
 mod exec;
 mod record;
 mod review;
@@ -59,11 +60,15 @@ pub use action::{
     SecurityRequirement, SecurityScheme, Server, Style, Type,
 };
 pub use error::{ConfigError, SpecError};
+pub use examples::{
+    example_lines, write_examples, ActionExamples, ExamplesError, ExamplesFile, EXAMPLES_FILE,
+    EXAMPLES_PER_ACTION, EXAMPLES_SYSTEM,
+};
 pub use exec::{
     AlwaysNo, AlwaysYes, AuditLog, Confirm, Cut, Dispatch, Executor, ExecutorConfig, Failure,
     FailureKind, Outcome, RequestPreview, Response,
 };
-pub use record::{ActionRecord, ACTION_KIND};
+pub use record::{ActionRecord, ACTION_KIND, EXAMPLE_KIND};
 pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
 pub use spec::{is_openapi, parse_document, Catalog};
 pub use strategy::{missing_question, Actions, Api, Conversation, SYSTEM_PROMPT, TOOLS_PROMPT};

@@ -13,6 +13,10 @@ use crate::spec::Catalog;
 /// The `kind` of an action record: what the `actions` strategy searches for.
 pub const ACTION_KIND: &str = "action";
 
+/// The `kind` of an example request's record ([`Action::examples`]): one per example, so
+/// that a request is matched against each phrasing alone, not against their average.
+pub const EXAMPLE_KIND: &str = "action-example";
+
 /// One operation as an index record (`{"id", "title", "text", ...metadata}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionRecord {
@@ -54,13 +58,36 @@ impl ActionRecord {
     }
 }
 
+impl ActionRecord {
+    /// One record per example request of `action` ([`EXAMPLE_KIND`], with the operation's
+    /// id and the example as their text), none when it has none.
+    pub fn examples_of(action: &Action, spec: &Path) -> Vec<Self> {
+        let operation = Self::of(action, spec);
+        action
+            .examples
+            .iter()
+            .enumerate()
+            .map(|(n, example)| Self {
+                id: format!("{}#example-{}", action.operation_id, n + 1),
+                title: example.clone(),
+                text: example.clone(),
+                kind: EXAMPLE_KIND.to_string(),
+                ..operation.clone()
+            })
+            .collect()
+    }
+}
+
 impl Catalog {
-    /// One record per operation, in catalogue order; `spec` is recorded as the file to read
-    /// the operations back from.
+    /// One record per operation, in catalogue order, each followed by the records of its
+    /// example requests; `spec` is recorded as the file to read the operations back from.
     pub fn records(&self, spec: &Path) -> Vec<ActionRecord> {
         self.actions
             .iter()
-            .map(|action| ActionRecord::of(action, spec))
+            .flat_map(|action| {
+                std::iter::once(ActionRecord::of(action, spec))
+                    .chain(ActionRecord::examples_of(action, spec))
+            })
             .collect()
     }
 

@@ -217,6 +217,7 @@ fn read_operation(
         security,
         servers,
         hash: ActionHash(String::new()),
+        examples: Vec::new(),
     })
 }
 

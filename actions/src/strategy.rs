@@ -41,8 +41,9 @@ use walkrag_walker::{
 };
 
 use crate::action::Action;
+use crate::examples::EXAMPLES_PER_ACTION;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
-use crate::record::ACTION_KIND;
+use crate::record::{ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{review, squash};
 use crate::spec::Catalog;
 use crate::validate::Invalid;
@@ -295,6 +296,14 @@ impl Actions {
         self.apis
             .iter()
             .find_map(|api| api.catalog.get(id).map(|action| (action, &api.executor)))
+    }
+
+    /// Whether any operation has example requests ([`Action::examples`]), which the search
+    /// then ranks by too.
+    fn has_examples(&self) -> bool {
+        self.apis
+            .iter()
+            .any(|api| api.catalog.actions.iter().any(|a| !a.examples.is_empty()))
     }
 
     fn knows(&self, id: &str) -> bool {
@@ -668,6 +677,28 @@ impl Actions {
         let mut rankings = vec![ids(&dense)];
         if self.hybrid {
             rankings.push(by_words(query));
+        }
+        if self.has_examples() {
+            // Each operation by its nearest text, its record's or one of its examples'.
+            let keep = |c: ChunkRef<'_>| {
+                matches!(
+                    c.doc.metadata.get("kind").and_then(Value::as_str),
+                    Some(ACTION_KIND | EXAMPLE_KIND)
+                ) && self.knows(&operation_of(&c))
+            };
+            let options = SearchOptions {
+                keep: Some(&keep),
+                ..options
+            };
+            let mut nearest: Vec<String> = Vec::new();
+            let hits = index.search_with(&vector, depth * (1 + EXAMPLES_PER_ACTION), &options);
+            for hit in hits {
+                let id = operation_of(&index.chunk(hit.row));
+                if !nearest.contains(&id) {
+                    nearest.push(id);
+                }
+            }
+            rankings.push(nearest);
         }
         if let Some(guess) = guess {
             let guessed = run.env.embedder.embed_one(guess)?;

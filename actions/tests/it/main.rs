@@ -1,10 +1,12 @@
 //! walkrag-actions end to end: reading OpenAPI documents (`ingest`), checking inputs
 //! (`validate`), sending requests to a real HTTP server on 127.0.0.1 (`execute`, `server`),
 //! keeping credentials out of everything the model or a log sees (`secrets`), the `actions`
-//! strategy with a scripted model against that server (`strategy`), and the crate's
+//! strategy with a scripted model against that server (`strategy`), example requests kept
+//! beside the index (`examples`), and the crate's
 //! dependencies (`crate_graph`).
 
 mod crate_graph;
+mod examples;
 mod execute;
 mod ingest;
 mod secrets;

@@ -859,6 +859,42 @@ async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
     }
 }
 
+#[tokio::test]
+async fn an_operation_is_found_by_its_example_requests_too() {
+    let server = Server::start().await;
+    let request = "dump all my jottings somewhere";
+    let first_hit = |catalog: Catalog| {
+        let server = &server;
+        async move {
+            let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
+            let mut actions = Actions::new(
+                catalog,
+                executor(server, ExecutorConfig::default()),
+                Arc::new(AlwaysYes),
+            );
+            actions.guess = false;
+            let model = ScriptedChatModel::new(vec![pick("none"), respond("No."), respond("No.")]);
+            let (answer, _) = run(&actions, &index, &model, request).await;
+            let Step::Retrieve(retrieval) = &answer.trace.steps[0] else {
+                panic!("the first step is a search");
+            };
+            retrieval.hits[0].doc_id.clone()
+        }
+    };
+
+    let plain = first_hit(notes()).await;
+    assert_ne!(plain, "exportNotes");
+    let mut catalog = notes();
+    let export = catalog
+        .actions
+        .iter_mut()
+        .find(|a| a.operation_id == "exportNotes")
+        .unwrap();
+    export.examples = vec!["dump all my jottings into a file".into()];
+    // Found by the example, shown as the operation's own record (not the example's).
+    assert_eq!(first_hit(catalog).await, "exportNotes");
+}
+
 /// What a scripted weighing model reads, by operation id.
 #[derive(Default, Clone, Copy)]
 struct Readings {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use walkrag_actions::{
-    Actions, AlwaysNo, AlwaysYes, Catalog, Confirm, Credentials, Executor, ExecutorConfig,
-    RequestPreview, ACTION_KIND,
+    Actions, AlwaysNo, AlwaysYes, Catalog, Confirm, Credentials, ExamplesFile, Executor,
+    ExecutorConfig, RequestPreview, ACTION_KIND,
 };
 use walkrag_engine::Index;
 use walkrag_walker::ActionStep;
@@ -94,6 +94,14 @@ pub fn read_catalog(path: &Path) -> anyhow::Result<Catalog> {
         .with_context(|| format!("{} is not a usable OpenAPI spec", path.display()))
 }
 
+/// [`read_catalog`], each operation with the example requests the index `dir` keeps for it
+/// (`walkrag index --examples`).
+pub fn read_indexed_catalog(dir: &Path, path: &Path) -> anyhow::Result<Catalog> {
+    let mut catalog = read_catalog(path)?;
+    ExamplesFile::open(dir)?.attach(&mut catalog);
+    Ok(catalog)
+}
+
 /// The executor for one spec: base URL from the flags or the spec, credentials from the
 /// environment (per security scheme) and the flags' headers.
 pub fn executor(
@@ -151,7 +159,7 @@ pub fn strategy(
     }
     let mut strategy: Option<Actions> = None;
     for spec in &specs {
-        let catalog = read_catalog(spec)?;
+        let catalog = read_indexed_catalog(index.dir(), spec)?;
         let executor = executor(&catalog, flags, ExecutorConfig::default())?;
         strategy = Some(match strategy {
             None => Actions::new(catalog, executor, Arc::clone(&confirm)),

@@ -32,7 +32,8 @@ use walkrag_walker::{
 ///           its facts are kept for later questions.
 ///   actions carry out a request with an HTTP API whose OpenAPI spec was indexed
 ///           (walkrag index openapi.yaml): the operations that fit are found in the
-///           index, the model picks one and fills in its inputs, and walkrag sends it.
+///           index (by their example requests too, where `index --examples` wrote
+///           them), the model picks one and fills in its inputs, and walkrag sends it.
 ///           Missing required inputs are asked for by name, never made up; anything but
 ///           GET/HEAD/OPTIONS is shown (method, URL, body) and sent only once confirmed
 ///           on the terminal (--yes confirms all; without a terminal, changes are

@@ -84,6 +84,14 @@ pub struct Args {
     /// --model].
     #[arg(long, requires = "spec", value_name = "SPEC")]
     pick_model: Option<String>,
+    /// With --spec: first have --examples-model write example requests for each operation
+    /// that has none in the index (see `walkrag index --help`); an index that has them keeps
+    /// using them without this flag.
+    #[arg(long, requires = "spec")]
+    examples: bool,
+    /// With --examples: the model that writes them.
+    #[arg(long, value_name = "SPEC", default_value = DEFAULT_MODEL, requires = "examples")]
+    examples_model: String,
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
@@ -254,13 +262,17 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         .clone()
         .context("--requests is needed with --spec")?;
     let requests = actions::load_requests(&requests_path, args.limit)?;
-    let catalog = super::actions::read_catalog(spec)?;
     let dataset = args
         .dataset
         .clone()
         .unwrap_or_else(|| dataset_name(&requests_path));
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
-    let paths = super::index::specs_as_records(&index_dir, &[spec.to_path_buf()])?;
+    let specs = [spec.to_path_buf()];
+    if args.examples {
+        super::index::write_examples(&index_dir, &specs, &args.examples_model)?;
+    }
+    let catalog = super::actions::read_indexed_catalog(&index_dir, spec)?;
+    let paths = super::index::specs_as_records(&index_dir, &specs)?;
     let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let env = Env {

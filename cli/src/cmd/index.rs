@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use anyhow::{ensure, Context};
 use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
-use walkrag_actions::{is_openapi, Catalog};
+use walkrag_actions::{is_openapi, Catalog, ExamplesFile};
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
 use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
 use walkrag_walker::contents::{ContentsFile, Generator};
@@ -28,7 +28,12 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 /// An OpenAPI 3.0/3.1 spec (a .yaml, .yml or .json file named as a PATH, recognised by its
 /// `openapi` field) is indexed as one record per operation, for `ask --strategy actions`:
 /// the records are written to INDEX/actions/ as a JSON Lines corpus and indexed from
-/// there, so re-indexing a changed spec embeds only the operations that changed.
+/// there, so re-indexing a changed spec embeds only the operations that changed. With
+/// --examples, a chat model (--examples-model) first writes five short requests a user might
+/// send for each operation, kept in INDEX/action-examples.jsonl and searched with it, so
+/// that requests in users' words meet operations described in the API's. Only operations
+/// without examples for their current content are written, each saved when done; later runs
+/// keep using them without the flag.
 ///
 /// With --toc, documents without headings of their own (plain text, PDF, Markdown without a
 /// heading) get a table of contents written by a chat model (--toc-model): a heading and a
@@ -40,6 +45,7 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 ///   walkrag index docs/ annual-report.pdf
 ///   walkrag index corpus.jsonl --index /tmp/corpus-index
 ///   walkrag index petstore.yaml
+///   walkrag index petstore.yaml --examples --examples-model local:qwen2.5-coder-1.5b
 ///   walkrag index notes.txt scan.pdf --toc --toc-model local:qwen2.5-coder-0.5b
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -81,6 +87,13 @@ pub struct Args {
     /// The chat model that writes tables of contents (--toc).
     #[arg(long, value_name = "SPEC", default_value = walkrag_models::DEFAULT_MODEL, requires = "toc")]
     toc_model: String,
+    /// For each operation of an OpenAPI spec, have a chat model (--examples-model) write a
+    /// few requests a user might send for it; they are indexed with the operation (see above).
+    #[arg(long)]
+    examples: bool,
+    /// The chat model that writes the example requests (--examples).
+    #[arg(long, value_name = "SPEC", default_value = walkrag_models::DEFAULT_MODEL, requires = "examples")]
+    examples_model: String,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -183,6 +196,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact_below: args.exact_below,
         },
     };
+    if args.examples {
+        write_examples(&args.index, &args.paths, &args.examples_model)?;
+    }
     let paths = specs_as_records(&args.index, &args.paths)?;
     let bars = Bars::new();
     let summary = walkrag_engine::update(&args.index, &paths, &embedder, &spec, &options, &bars);
@@ -302,6 +318,60 @@ fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> 
 
 /// Where a spec's action records are kept: `INDEX/actions/STEM-HASH.jsonl`, the hash of the
 /// spec's absolute path keeping specs of the same name apart.
+/// `--examples`: the example requests of each operation of the specs among `paths` that has
+/// none for its current content, each saved as soon as it is written.
+pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyhow::Result<()> {
+    let mut file = ExamplesFile::open(index)?;
+    let mut model = None;
+    for path in paths {
+        let Some(catalog) = spec_at(path) else {
+            continue;
+        };
+        let catalog = catalog?;
+        let missing = file.missing(&catalog);
+        if missing.is_empty() {
+            eprintln!(
+                "{}: every operation has its example requests",
+                path.display()
+            );
+            continue;
+        }
+        if model.is_none() {
+            model = Some(super::load_chat_model(model_spec)?);
+        }
+        let model = model.as_deref().expect("loaded above");
+        eprintln!(
+            "{}: writing example requests for {} operations with {}",
+            path.display(),
+            missing.len(),
+            model.id()
+        );
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        let bar = super::progress_bar(missing.len() as u64, "operations");
+        for action in missing {
+            let examples = runtime
+                .block_on(walkrag_actions::write_examples(
+                    model,
+                    &catalog.title,
+                    action,
+                ))
+                .with_context(|| format!("{}: cannot write example requests", path.display()))?;
+            if examples.examples.is_empty() {
+                bar.suspend(|| {
+                    eprintln!(
+                        "  {}: the model wrote no usable example; it is indexed without",
+                        action.operation_id
+                    )
+                });
+            }
+            file.put(examples)?;
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    Ok(())
+}
+
 pub fn records_path(index: &Path, spec: &Path) -> PathBuf {
     let digest = Sha256::digest(spec.to_string_lossy().as_bytes());
     let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
@@ -322,7 +392,8 @@ pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<P
             out.push(path.clone());
             continue;
         };
-        let catalog = catalog?;
+        let mut catalog = catalog?;
+        ExamplesFile::open(index)?.attach(&mut catalog);
         let absolute = std::fs::canonicalize(path)
             .with_context(|| format!("cannot resolve {}", path.display()))?;
         let records = records_path(index, &absolute);

@@ -304,3 +304,64 @@ fn a_pick_model_weighs_the_pick_beside_the_chat_model() {
         stderr(&out)
     );
 }
+
+#[test]
+fn example_requests_are_written_once_at_index_time_and_searched_with_the_operations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.yaml"), SPEC).unwrap();
+    let index = |extra: &[&str]| {
+        let mut args = vec!["index", "notes.yaml", "--json"];
+        args.extend_from_slice(extra);
+        let out = walkrag(dir, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+
+    let out = index(&["--examples", "--examples-model", MODEL]);
+    assert!(
+        stderr(&out).contains("writing example requests for 9 operations with local:smollm2-135m"),
+        "{}",
+        stderr(&out)
+    );
+    let kept =
+        json_lines(&std::fs::read_to_string(dir.join(".walkrag/action-examples.jsonl")).unwrap());
+    assert_eq!(kept.len(), 9);
+    assert!(kept.iter().all(|k| k["model"] == MODEL));
+    let records =
+        json_lines(&std::fs::read_to_string(records_file(&dir.join(".walkrag"))).unwrap());
+    let with_examples = kept
+        .iter()
+        .filter(|k| !k["examples"].as_array().unwrap().is_empty())
+        .count();
+    assert!(with_examples > 0, "{kept:?}");
+    // Each example is a record of its own, with its operation's id.
+    for k in &kept {
+        let examples: Vec<&Value> = k["examples"].as_array().unwrap().iter().collect();
+        let recorded: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["kind"] == "action-example" && r["operation_id"] == k["operation_id"])
+            .map(|r| &r["text"])
+            .collect();
+        assert_eq!(recorded, examples);
+    }
+    let written: usize = kept
+        .iter()
+        .map(|k| k["examples"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(records.len(), 9 + written);
+    let summary: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(summary["documents"], records.len(), "{summary}");
+
+    // Nothing left to write, nothing to re-embed; without the flag the examples stay.
+    let out = index(&["--examples", "--examples-model", "local:no-such-model"]);
+    assert!(
+        stderr(&out).contains("every operation has its example requests"),
+        "{}",
+        stderr(&out)
+    );
+    let summary: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(summary["written"], false, "{summary}");
+    let summary: Value = serde_json::from_str(stdout(&index(&[])).trim()).unwrap();
+    assert_eq!(summary["written"], false, "{summary}");
+}

@@ -1,0 +1,280 @@
+//! Example requests: a few short messages a user might type to have an operation carried
+//! out, written once per operation by a chat model when the spec is indexed (`walkrag index
+//! SPEC --examples`) and kept beside the index. They join the operation's embedded and
+//! keyword texts ([`Action::embed_text`], [`Action::keyword_text`]), so that a request in
+//! the user's words can meet an operation described in the API's.
+
+use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use walkrag_core::chat::complete;
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Message, Sampling};
+
+use crate::action::{Action, ActionHash};
+use crate::spec::Catalog;
+
+/// The file of an index's directory that holds every example written for it.
+pub const EXAMPLES_FILE: &str = "action-examples.jsonl";
+
+/// How many examples one operation gets: enough to cover a few phrasings, few enough that
+/// they do not outweigh the operation's own words in its embedding.
+pub const EXAMPLES_PER_ACTION: usize = 5;
+
+/// The most tokens one operation's examples may take (five lines of under 15 words).
+const EXAMPLES_MAX_TOKENS: usize = 120;
+
+/// The examples of one operation: one line of [`EXAMPLES_FILE`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionExamples {
+    pub operation_id: String,
+    /// The operation's [`Action::hash`] when they were written: a changed operation gets new
+    /// ones.
+    pub hash: ActionHash,
+    /// The model that wrote them.
+    pub model: String,
+    pub examples: Vec<String>,
+}
+
+/// Why examples could not be read, written or saved.
+#[derive(Debug, Error)]
+pub enum ExamplesError {
+    #[error("cannot read or write {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("the model could not write examples for {operation_id}: {source}")]
+    Chat {
+        operation_id: String,
+        source: ChatError,
+    },
+}
+
+/// The examples kept for an index, by operation hash.
+#[derive(Debug, Default)]
+pub struct ExamplesFile {
+    path: PathBuf,
+    by_hash: HashMap<ActionHash, ActionExamples>,
+}
+
+impl ExamplesFile {
+    /// Reads `INDEX/action-examples.jsonl` of the index `dir`; a missing file holds none, and a
+    /// line that does not read (a write cut short) is passed over with a warning, so its
+    /// operation is written again when asked.
+    pub fn open(dir: &Path) -> Result<Self, ExamplesError> {
+        let path = dir.join(EXAMPLES_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ExamplesError::Io { path, source }),
+        };
+        let mut by_hash = HashMap::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<ActionExamples>(line) {
+                // A later line for the same operation wins: it was written last.
+                Ok(examples) => {
+                    by_hash.insert(examples.hash.clone(), examples);
+                }
+                Err(e) => tracing::warn!(
+                    "{} line {}: not an operation's examples ({e}); passed over",
+                    path.display(),
+                    n + 1
+                ),
+            }
+        }
+        Ok(Self { path, by_hash })
+    }
+
+    /// The examples of `action` as it is now, if any were written.
+    pub fn get(&self, action: &Action) -> Option<&ActionExamples> {
+        self.by_hash.get(&action.hash)
+    }
+
+    /// The actions of `catalog` that have no examples for their current content.
+    pub fn missing<'c>(&self, catalog: &'c Catalog) -> Vec<&'c Action> {
+        catalog
+            .actions
+            .iter()
+            .filter(|action| self.get(action).is_none())
+            .collect()
+    }
+
+    /// Keeps `examples`, appending them to the file at once so that an interrupted run loses
+    /// at most the operation it was writing.
+    pub fn put(&mut self, examples: ActionExamples) -> Result<(), ExamplesError> {
+        let io_error = |source| ExamplesError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        if let Some(dir) = self.path.parent() {
+            fs::create_dir_all(dir).map_err(io_error)?;
+        }
+        let mut line = serde_json::to_string(&examples).expect("examples serialise");
+        line.push('\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io_error)?;
+        // A line cut short by a crash before this one is closed off, not joined.
+        if file.metadata().map_err(io_error)?.len() > 0 && !ends_with_newline(&self.path) {
+            line.insert(0, '\n');
+        }
+        file.write_all(line.as_bytes()).map_err(io_error)?;
+        self.by_hash.insert(examples.hash.clone(), examples);
+        Ok(())
+    }
+
+    /// Gives each action of `catalog` its kept examples (none where there are none).
+    pub fn attach(&self, catalog: &mut Catalog) {
+        for action in &mut catalog.actions {
+            action.examples = self
+                .get(action)
+                .map(|kept| kept.examples.clone())
+                .unwrap_or_default();
+        }
+    }
+}
+
+fn ends_with_newline(path: &Path) -> bool {
+    fs::read(path).is_ok_and(|bytes| bytes.last() == Some(&b'\n'))
+}
+
+/// The system prompt of [`write_examples`].
+pub const EXAMPLES_SYSTEM: &str =
+    "You write the messages that people type to an assistant that uses a web API for them.";
+
+/// The request of [`write_examples`]: the API's title and the operation's line. The worked
+/// example comes from an API no catalogue here has, so it teaches the form, not the words.
+fn examples_prompt(api: &str, action: &Action) -> String {
+    format!(
+        "API: {api}\nOperation: {}\n\nWrite {EXAMPLES_PER_ACTION} different short messages \
+         (under 15 words each) that users of this API might type to have this done, one per \
+         line. Write the way people talk: in everyday words, which are rarely the API's own. \
+         No URLs, no code.\nExample for 'getPet: GET /pets/{{petId}} — Info for a specific \
+         pet': What do we know about pet 7?",
+        action.without_credentials().line()
+    )
+}
+
+/// Has `model` write the examples of `action` of the API titled `api` (greedy, so the same
+/// model writes the same examples).
+pub async fn write_examples(
+    model: &dyn ChatModel,
+    api: &str,
+    action: &Action,
+) -> Result<ActionExamples, ExamplesError> {
+    let request = ChatRequest {
+        messages: vec![
+            Message::system(EXAMPLES_SYSTEM),
+            Message::user(examples_prompt(api, action)),
+        ],
+        sampling: Sampling {
+            max_tokens: EXAMPLES_MAX_TOKENS,
+            stop: vec![format!("\n{}.", EXAMPLES_PER_ACTION + 1)],
+            ..Sampling::default()
+        },
+        // A numbered list from the first token: left to itself a model may open a made-up
+        // conversation instead ("Hey there! ... Sure, I can do that.").
+        openings: vec!["1.".into()],
+        ..ChatRequest::default()
+    };
+    let completion = complete(model, request)
+        .await
+        .map_err(|source| ExamplesError::Chat {
+            operation_id: action.operation_id.clone(),
+            source,
+        })?;
+    Ok(ActionExamples {
+        operation_id: action.operation_id.clone(),
+        hash: action.hash.clone(),
+        model: model.id().to_string(),
+        examples: example_lines(&completion.text),
+    })
+}
+
+/// The examples in a model's answer: one per line, list marks and quotes taken off; lines
+/// that are empty, repeat an earlier one, or look like a URL or code are dropped.
+pub fn example_lines(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let unmarked = line
+            .strip_prefix(['-', '*', '•'])
+            .unwrap_or_else(|| strip_number(line))
+            .trim();
+        let example = unquoted(unmarked);
+        let code_like = example.contains("://")
+            || example.starts_with('{')
+            || example.starts_with('/')
+            || example.split_whitespace().next().is_some_and(|word| {
+                matches!(word, "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD")
+            });
+        if example.split_whitespace().count() < 2
+            || code_like
+            || out.iter().any(|seen| seen.eq_ignore_ascii_case(example))
+        {
+            continue;
+        }
+        out.push(example.to_string());
+        if out.len() == EXAMPLES_PER_ACTION {
+            break;
+        }
+    }
+    out
+}
+
+/// `text` without the quotes around it, where it has a pair; a quote inside stays.
+fn unquoted(text: &str) -> &str {
+    let quote = |c: char| matches!(c, '"' | '\'' | '“' | '”' | '`');
+    let mut chars = text.chars();
+    match (chars.next(), chars.next_back()) {
+        (Some(first), Some(last)) if quote(first) && quote(last) => {
+            text[first.len_utf8()..text.len() - last.len_utf8()].trim()
+        }
+        _ => text,
+    }
+}
+
+/// `line` without a leading `1.` or `1)`.
+fn strip_number(line: &str) -> &str {
+    let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return line;
+    }
+    line[digits..].strip_prefix(['.', ')']).unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn examples_are_read_off_numbered_bulleted_and_quoted_lines() {
+        let text = "1. \"Ban user 88 for a week\"\n2) Suspend Kim until Friday\n- ban user 88 \
+                    for a week\n* GET /admin/users/88\n\nSure!\n• Lock out account 12, spam\n\
+                    5. Send backup.zip to 'ops'";
+        assert_eq!(
+            example_lines(text),
+            [
+                "Ban user 88 for a week",
+                "Suspend Kim until Friday",
+                "Lock out account 12, spam",
+                "Send backup.zip to 'ops'"
+            ]
+        );
+    }
+
+    #[test]
+    fn at_most_five_examples_are_kept() {
+        let text = (1..=8)
+            .map(|n| format!("{n}. show me pet {n}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(example_lines(&text).len(), EXAMPLES_PER_ACTION);
+    }
+}

@@ -1,0 +1,154 @@
+//! Example requests: written by a (scripted) model per operation, kept in the index's
+//! examples file across runs, and searched with the operation: by their words, and embedded
+//! as records of their own.
+
+use std::fs;
+use std::path::Path;
+
+use walkrag_actions::{
+    write_examples, Catalog, ExamplesFile, ACTION_KIND, EXAMPLES_FILE, EXAMPLE_KIND,
+};
+use walkrag_walker::testing::{ScriptedChatModel, Turn};
+
+use crate::{notes, notes_yaml};
+
+fn reply(text: &str) -> Turn {
+    Turn::Reply(text.to_string())
+}
+
+#[tokio::test]
+async fn examples_are_written_per_operation_kept_and_searched_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = notes();
+    let model = ScriptedChatModel::new(
+        catalog
+            .actions
+            .iter()
+            .map(|a| {
+                reply(&format!(
+                    "1. Please do {} now\n2. \"Could you {0} for me\"",
+                    a.operation_id
+                ))
+            })
+            .collect(),
+    );
+    let mut file = ExamplesFile::open(dir.path()).unwrap();
+    assert_eq!(file.missing(&catalog).len(), catalog.actions.len());
+    for action in file.missing(&catalog) {
+        let examples = write_examples(&model, &catalog.title, action)
+            .await
+            .unwrap();
+        assert_eq!(examples.model, "test:scripted");
+        file.put(examples).unwrap();
+    }
+
+    // The prompt names the API and the operation's line, never a credential input.
+    let requests = model.requests.lock().unwrap();
+    let prompt = &requests[0].messages[1].content;
+    assert!(
+        prompt.contains(&format!("API: {}", catalog.title)),
+        "{prompt}"
+    );
+    assert!(prompt.contains(&catalog.actions[0].line()), "{prompt}");
+
+    let mut reread = notes();
+    let kept = ExamplesFile::open(dir.path()).unwrap();
+    assert!(kept.missing(&reread).is_empty());
+    kept.attach(&mut reread);
+    let create = reread.get("createNote").unwrap();
+    assert_eq!(
+        create.examples,
+        ["Please do createNote now", "Could you createNote for me"]
+    );
+    // Searched by their words with the operation's, and embedded one record each.
+    let joined = "requests: Please do createNote now / Could you createNote for me";
+    assert!(
+        create.keyword_text().ends_with(joined),
+        "{}",
+        create.keyword_text()
+    );
+    assert!(!create.embed_text().contains("createNote now"));
+    let records = reread.records(Path::new("/specs/notes.yaml"));
+    assert_eq!(records.len(), 3 * reread.actions.len());
+    let at = records.iter().position(|r| r.id == "createNote").unwrap();
+    let (record, examples) = (&records[at], &records[at + 1..at + 3]);
+    assert_eq!(record.kind, ACTION_KIND);
+    assert_eq!(record.text, create.embed_text());
+    assert_eq!(
+        examples
+            .iter()
+            .map(|r| (
+                r.id.as_str(),
+                r.kind.as_str(),
+                r.text.as_str(),
+                r.operation_id.as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "createNote#example-1",
+                EXAMPLE_KIND,
+                "Please do createNote now",
+                "createNote"
+            ),
+            (
+                "createNote#example-2",
+                EXAMPLE_KIND,
+                "Could you createNote for me",
+                "createNote"
+            ),
+        ]
+    );
+    // Examples are not part of what an operation is: its hash stays.
+    assert_eq!(create.hash, notes().get("createNote").unwrap().hash);
+}
+
+#[tokio::test]
+async fn a_changed_operation_is_written_again_and_a_cut_line_is_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = notes();
+    let model = ScriptedChatModel::new(
+        (0..catalog.actions.len() + 1)
+            .map(|n| reply(&format!("show me note {n} please")))
+            .collect(),
+    );
+    let mut file = ExamplesFile::open(dir.path()).unwrap();
+    for action in &catalog.actions {
+        file.put(
+            write_examples(&model, &catalog.title, action)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+    }
+    // A run killed while writing leaves half a line behind.
+    let path = dir.path().join(EXAMPLES_FILE);
+    let mut text = fs::read_to_string(&path).unwrap();
+    text.push_str("{\"operation_id\": \"deleteNo");
+    fs::write(&path, text).unwrap();
+
+    let changed =
+        Catalog::parse(&notes_yaml().replace("summary: Delete a note", "summary: Bin a note"))
+            .unwrap();
+    let mut file = ExamplesFile::open(dir.path()).unwrap();
+    let missing: Vec<&str> = file
+        .missing(&changed)
+        .iter()
+        .map(|a| a.operation_id.as_str())
+        .collect();
+    assert_eq!(missing, ["deleteNote"]);
+    let delete = changed.get("deleteNote").unwrap();
+    file.put(
+        write_examples(&model, &changed.title, delete)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+
+    let reread = ExamplesFile::open(dir.path()).unwrap();
+    assert!(reread.missing(&changed).is_empty());
+    assert_eq!(
+        reread.get(delete).unwrap().examples,
+        [format!("show me note {} please", catalog.actions.len())]
+    );
+}
