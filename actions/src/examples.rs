@@ -56,6 +56,9 @@ pub enum ExamplesError {
 pub struct ExamplesFile {
     path: PathBuf,
     by_hash: HashMap<ActionHash, ActionExamples>,
+    /// Whether the file ends in a line cut short (a run killed mid-write), which the next
+    /// line written must close off first.
+    cut: bool,
 }
 
 impl ExamplesFile {
@@ -86,7 +89,8 @@ impl ExamplesFile {
                 ),
             }
         }
-        Ok(Self { path, by_hash })
+        let cut = !text.is_empty() && !text.ends_with('\n');
+        Ok(Self { path, by_hash, cut })
     }
 
     /// The examples of `action` as it is now, if any were written.
@@ -121,10 +125,11 @@ impl ExamplesFile {
             .open(&self.path)
             .map_err(io_error)?;
         // A line cut short by a crash before this one is closed off, not joined.
-        if file.metadata().map_err(io_error)?.len() > 0 && !ends_with_newline(&self.path) {
+        if self.cut {
             line.insert(0, '\n');
         }
         file.write_all(line.as_bytes()).map_err(io_error)?;
+        self.cut = false;
         self.by_hash.insert(examples.hash.clone(), examples);
         Ok(())
     }
@@ -138,10 +143,6 @@ impl ExamplesFile {
                 .unwrap_or_default();
         }
     }
-}
-
-fn ends_with_newline(path: &Path) -> bool {
-    fs::read(path).is_ok_and(|bytes| bytes.last() == Some(&b'\n'))
 }
 
 /// The system prompt of [`write_examples`].

@@ -654,9 +654,9 @@ impl Actions {
         // pick's pool.
         let depth = (self.ranked_k * 3).max(self.pool);
         // Per operation, its best chunk and that chunk's similarity, best first.
-        let by_embedding = |vector: &[f32]| {
+        let best_per_operation = |vector: &[f32], depth: usize, options: &SearchOptions<'_>| {
             let mut best: Vec<(String, ChunkId, f32)> = Vec::new();
-            for hit in index.search_with(vector, depth, &options) {
+            for hit in index.search_with(vector, depth, options) {
                 let c = index.chunk(hit.row);
                 let id = operation_of(&c);
                 if !best.iter().any(|(seen, ..)| *seen == id) {
@@ -665,6 +665,7 @@ impl Actions {
             }
             best
         };
+        let by_embedding = |vector: &[f32]| best_per_operation(vector, depth, &options);
         let ids = |ranked: &[(String, ChunkId, f32)]| -> Vec<String> {
             ranked.iter().map(|(id, ..)| id.clone()).collect()
         };
@@ -690,15 +691,8 @@ impl Actions {
                 keep: Some(&keep),
                 ..options
             };
-            let mut nearest: Vec<String> = Vec::new();
-            let hits = index.search_with(&vector, depth * (1 + EXAMPLES_PER_ACTION), &options);
-            for hit in hits {
-                let id = operation_of(&index.chunk(hit.row));
-                if !nearest.contains(&id) {
-                    nearest.push(id);
-                }
-            }
-            rankings.push(nearest);
+            let depth = depth * (1 + EXAMPLES_PER_ACTION);
+            rankings.push(ids(&best_per_operation(&vector, depth, &options)));
         }
         if let Some(guess) = guess {
             let guessed = run.env.embedder.embed_one(guess)?;

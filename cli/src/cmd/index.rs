@@ -316,8 +316,6 @@ fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> 
     Ok(())
 }
 
-/// Where a spec's action records are kept: `INDEX/actions/STEM-HASH.jsonl`, the hash of the
-/// spec's absolute path keeping specs of the same name apart.
 /// `--examples`: the example requests of each operation of the specs among `paths` that has
 /// none for its current content, each saved as soon as it is written.
 pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyhow::Result<()> {
@@ -372,6 +370,8 @@ pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyh
     Ok(())
 }
 
+/// Where a spec's action records are kept: `INDEX/actions/STEM-HASH.jsonl`, the hash of the
+/// spec's absolute path keeping specs of the same name apart.
 pub fn records_path(index: &Path, spec: &Path) -> PathBuf {
     let digest = Sha256::digest(spec.to_string_lossy().as_bytes());
     let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
