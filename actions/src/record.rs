@@ -58,6 +58,11 @@ impl ActionRecord {
     }
 }
 
+/// The record id of the `n`th example request (from 1) of the operation `operation_id`.
+pub(crate) fn example_id(operation_id: &str, n: usize) -> String {
+    format!("{operation_id}#example-{n}")
+}
+
 impl ActionRecord {
     /// One record per example request of `action` ([`EXAMPLE_KIND`], with the operation's
     /// id and the example as their text), none when it has none.
@@ -68,7 +73,7 @@ impl ActionRecord {
             .iter()
             .enumerate()
             .map(|(n, example)| Self {
-                id: format!("{}#example-{}", action.operation_id, n + 1),
+                id: example_id(&action.operation_id, n + 1),
                 title: example.clone(),
                 text: example.clone(),
                 kind: EXAMPLE_KIND.to_string(),

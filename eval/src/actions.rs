@@ -166,6 +166,9 @@ pub struct ActionSettings {
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
+    /// The weight of the request's nearness to each listed operation in a weighed pick
+    /// ([`Actions::nearness_weight`]; the strategy's default when `None`).
+    pub nearness_weight: Option<f32>,
     /// The model that writes the guess and weighs the pick ([`Actions::pick_model`]; the chat
     /// model when `None`).
     pub pick_model: Option<Arc<dyn ChatModel>>,
@@ -186,6 +189,7 @@ impl std::fmt::Debug for ActionSettings {
             .field("weigh", &self.weigh)
             .field("judge_weight", &self.judge_weight)
             .field("calibration", &self.calibration)
+            .field("nearness_weight", &self.nearness_weight)
             .field("pick_model", &self.pick_model.as_ref().map(|m| m.id()))
             .field("retries", &self.retries)
             .field("traces", &self.traces)
@@ -363,6 +367,9 @@ fn strategy_for(
     }
     if let Some(weight) = settings.calibration {
         actions.calibration = weight;
+    }
+    if let Some(weight) = settings.nearness_weight {
+        actions.nearness_weight = weight;
     }
     actions.pick_model = settings.pick_model.clone();
     Ok(actions)

@@ -25,10 +25,12 @@ fn notes_index() -> TestIndex {
 }
 
 /// The strategy on the notes server. The scripts below start at the pick, so the guess of
-/// operation ids before the search is off; it is tested on its own.
+/// operation ids before the search is off; so is nearness in a weighed pick, which leaves
+/// the pick to the scripted readings. Both are tested on their own.
 fn strategy(server: &Server, config: ExecutorConfig, confirm: Arc<dyn Confirm>) -> Actions {
     let mut actions = Actions::new(notes(), executor(server, config), confirm);
     actions.guess = false;
+    actions.nearness_weight = 0.0;
     actions
 }
 
@@ -1221,6 +1223,63 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
         scored.len(),
         9 + 2 * 5,
         "9 request readings, 4 listed and none, with the request and blank"
+    );
+}
+
+#[tokio::test]
+async fn nearness_to_an_example_request_weighs_in_the_pick() {
+    let server = Server::start().await;
+    let mut catalog = notes();
+    let export = catalog
+        .actions
+        .iter_mut()
+        .find(|a| a.operation_id == "exportNotes")
+        .unwrap();
+    export.examples = vec!["dump all my jottings into a file".into()];
+    let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
+    let request = "dump all my jottings somewhere";
+    // The readings lean to getNote (-3 + 2 × -1 against -4 + 2 × -1); the request is close
+    // to exportNotes' example and to no text of getNote's.
+    const READINGS: Readings = Readings {
+        asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
+        listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
+        blank: &[],
+        judged: &[],
+    };
+    // Each run's script calls the operation it should pick (a missing input is then asked).
+    let picked = |weight: f32, expected: &'static str| {
+        let (catalog, server, index) = (catalog.clone(), &server, &index);
+        async move {
+            let mut actions = Actions::new(
+                catalog,
+                executor(server, ExecutorConfig::default()),
+                Arc::new(AlwaysYes),
+            );
+            actions.guess = false;
+            actions.nearness_weight = weight;
+            let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
+            let (answer, _) = run(&actions, index, &model, request).await;
+            pick_step(&answer)
+        }
+    };
+
+    let by_readings = picked(0.0, "getNote").await;
+    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
+    assert!(!by_readings.text.unwrap().contains("near"));
+    let near = picked(10.0, "exportNotes").await;
+    assert_eq!(near.operation_id.as_deref(), Some("exportNotes"));
+    let text = near.text.expect("the weights");
+    let nearness = |id: &str| -> f32 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}:")))
+            .unwrap();
+        let (_, rest) = line.split_once(", near ").expect("nearness shown");
+        rest.split(',').next().unwrap().parse().unwrap()
+    };
+    assert!(
+        nearness("exportNotes") > nearness("getNote") + 0.1,
+        "{text}"
     );
 }
 

@@ -56,6 +56,11 @@ pub struct ActionFlags {
     /// off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub calibration: Option<f32>,
+    /// actions: in a local model's weighed pick, also add W times the embedding similarity
+    /// of the request to each listed operation's nearest text: its record's or one of its
+    /// example requests' (`walkrag index --examples`) [default: 10; 0 turns it off].
+    #[arg(long, value_name = "W", value_parser = weight)]
+    pub nearness_weight: Option<f32>,
     /// actions: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn: a larger
     /// local model such as local:qwen2.5-coder-1.5b tells near neighbours apart better (on
@@ -174,6 +179,9 @@ pub fn strategy(
     }
     if let Some(weight) = flags.calibration {
         strategy.calibration = weight;
+    }
+    if let Some(weight) = flags.nearness_weight {
+        strategy.nearness_weight = weight;
     }
     strategy.pick_model = super::load_other_model(flags.pick_model.as_deref(), model, "pick")?;
     Ok(strategy)

@@ -79,6 +79,11 @@ pub struct Args {
     /// from each operation's list reading [default: 0.5; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     calibration: Option<f32>,
+    /// With --spec: in the weighed pick, add W times the embedding similarity of the request
+    /// to each listed operation's nearest text, its record's or one of its example requests'
+    /// [default: 10; 0 turns it off].
+    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
+    nearness_weight: Option<f32>,
     /// With --spec: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn [default:
     /// --model].
@@ -294,6 +299,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         weigh: !args.no_weigh,
         judge_weight: args.judge_weight,
         calibration: args.calibration,
+        nearness_weight: args.nearness_weight,
         pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
         retries: args.retries,
         traces: args.traces,

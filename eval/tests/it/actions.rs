@@ -46,6 +46,7 @@ fn settings() -> ActionSettings {
         weigh: false,
         judge_weight: None,
         calibration: None,
+        nearness_weight: None,
         pick_model: None,
         retries: 0,
         traces: true,
