@@ -861,22 +861,42 @@ async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
     }
 }
 
+/// A request in words no operation of the notes API uses, close to the example request of
+/// [`notes_with_an_example`].
+const JOTTINGS: &str = "dump all my jottings somewhere";
+
+/// The notes API with one example request for `exportNotes`.
+fn notes_with_an_example() -> Catalog {
+    let mut catalog = notes();
+    let export = catalog
+        .actions
+        .iter_mut()
+        .find(|a| a.operation_id == "exportNotes")
+        .unwrap();
+    export.examples = vec!["dump all my jottings into a file".into()];
+    catalog
+}
+
+/// The strategy on `catalog` served by `server`, without the guess, and its index.
+fn strategy_and_index(catalog: Catalog, server: &Server) -> (Actions, TestIndex) {
+    let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
+    let mut actions = Actions::new(
+        catalog,
+        executor(server, ExecutorConfig::default()),
+        Arc::new(AlwaysYes),
+    );
+    actions.guess = false;
+    (actions, index)
+}
+
 #[tokio::test]
 async fn an_operation_is_found_by_its_example_requests_too() {
     let server = Server::start().await;
-    let request = "dump all my jottings somewhere";
     let first_hit = |catalog: Catalog| {
-        let server = &server;
+        let (actions, index) = strategy_and_index(catalog, &server);
         async move {
-            let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
-            let mut actions = Actions::new(
-                catalog,
-                executor(server, ExecutorConfig::default()),
-                Arc::new(AlwaysYes),
-            );
-            actions.guess = false;
             let model = ScriptedChatModel::new(vec![pick("none"), respond("No."), respond("No.")]);
-            let (answer, _) = run(&actions, &index, &model, request).await;
+            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
             let Step::Retrieve(retrieval) = &answer.trace.steps[0] else {
                 panic!("the first step is a search");
             };
@@ -886,15 +906,8 @@ async fn an_operation_is_found_by_its_example_requests_too() {
 
     let plain = first_hit(notes()).await;
     assert_ne!(plain, "exportNotes");
-    let mut catalog = notes();
-    let export = catalog
-        .actions
-        .iter_mut()
-        .find(|a| a.operation_id == "exportNotes")
-        .unwrap();
-    export.examples = vec!["dump all my jottings into a file".into()];
     // Found by the example, shown as the operation's own record (not the example's).
-    assert_eq!(first_hit(catalog).await, "exportNotes");
+    assert_eq!(first_hit(notes_with_an_example()).await, "exportNotes");
 }
 
 /// What a scripted weighing model reads, by operation id.
@@ -1229,15 +1242,6 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
 #[tokio::test]
 async fn nearness_to_an_example_request_weighs_in_the_pick() {
     let server = Server::start().await;
-    let mut catalog = notes();
-    let export = catalog
-        .actions
-        .iter_mut()
-        .find(|a| a.operation_id == "exportNotes")
-        .unwrap();
-    export.examples = vec!["dump all my jottings into a file".into()];
-    let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
-    let request = "dump all my jottings somewhere";
     // The readings lean to getNote (-3 + 2 × -1 against -4 + 2 × -1); the request is close
     // to exportNotes' example and to no text of getNote's.
     const READINGS: Readings = Readings {
@@ -1248,17 +1252,11 @@ async fn nearness_to_an_example_request_weighs_in_the_pick() {
     };
     // Each run's script calls the operation it should pick (a missing input is then asked).
     let picked = |weight: f32, expected: &'static str| {
-        let (catalog, server, index) = (catalog.clone(), &server, &index);
+        let (mut actions, index) = strategy_and_index(notes_with_an_example(), &server);
+        actions.nearness_weight = weight;
         async move {
-            let mut actions = Actions::new(
-                catalog,
-                executor(server, ExecutorConfig::default()),
-                Arc::new(AlwaysYes),
-            );
-            actions.guess = false;
-            actions.nearness_weight = weight;
             let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
-            let (answer, _) = run(&actions, index, &model, request).await;
+            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
             pick_step(&answer)
         }
     };
