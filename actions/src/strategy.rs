@@ -649,7 +649,7 @@ impl Actions {
         guess: Option<&str>,
     ) -> Result<Vec<String>, StrategyError> {
         let started = Instant::now();
-        let vector = run.env.embedder.embed_one(query)?;
+        let vector = run.embedding(query)?;
         let keep = |c: ChunkRef<'_>| {
             c.doc.metadata.get("kind").and_then(Value::as_str) == Some(ACTION_KIND)
                 && self.knows(&operation_of(&c))
@@ -706,7 +706,7 @@ impl Actions {
             rankings.push(ids(&best_per_operation(&vector, depth, &options)));
         }
         if let Some(guess) = guess {
-            let guessed = run.env.embedder.embed_one(guess)?;
+            let guessed = run.embedding(guess)?;
             rankings.push(ids(&by_embedding(&guessed)));
             if self.hybrid {
                 rankings.push(by_words(guess));
@@ -928,7 +928,8 @@ impl Actions {
             None
         };
         let near = if self.nearness_weight > 0.0 {
-            let vector = run.env.embedder.embed_one(request)?;
+            // Embedded already for the search, in a new request's first turn.
+            let vector = run.embedding(request)?;
             let index = run.env.index;
             Some(
                 shortlist
@@ -1904,9 +1905,7 @@ fn nearness(index: &Index, vector: &[f32], id: &str) -> f32 {
         .flat_map(|doc| doc.chunks.iter().map(|chunk| chunk.id(&doc.doc)))
         .filter_map(|chunk| index.row_of(chunk))
         .map(|row| dot(vector, index.vector(row)))
-        .fold(None, |best: Option<f32>, s| {
-            Some(best.map_or(s, |b| b.max(s)))
-        })
+        .reduce(f32::max)
         .unwrap_or(0.0)
 }
 
@@ -2046,6 +2045,8 @@ struct Run<'s> {
     chunk_of: HashMap<String, ChunkId>,
     /// Chunks of the operations the model called.
     citations: Vec<ChunkId>,
+    /// The texts embedded so far ([`Run::embedding`]).
+    embeddings: HashMap<String, Vec<f32>>,
 }
 
 impl<'s> Run<'s> {
@@ -2066,7 +2067,19 @@ impl<'s> Run<'s> {
             ranked: Vec::new(),
             chunk_of: HashMap::new(),
             citations: Vec::new(),
+            embeddings: HashMap::new(),
         }
+    }
+
+    /// The embedding of `text`, embedded once per request: the search and the weighed
+    /// pick both read the request's.
+    fn embedding(&mut self, text: &str) -> Result<Vec<f32>, StrategyError> {
+        if let Some(vector) = self.embeddings.get(text) {
+            return Ok(vector.clone());
+        }
+        let vector = self.env.embedder.embed_one(text)?;
+        self.embeddings.insert(text.to_string(), vector.clone());
+        Ok(vector)
     }
 
     fn emit(&mut self, event: Event) {

@@ -386,6 +386,7 @@ pub fn records_path(index: &Path, spec: &Path) -> PathBuf {
 /// Lines record per operation, written to [`records_path`] when they changed): the engine
 /// indexes them like any corpus, re-embedding only the operations that changed.
 pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let examples = ExamplesFile::open(index)?;
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
         let Some(catalog) = spec_at(path) else {
@@ -393,7 +394,7 @@ pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<P
             continue;
         };
         let mut catalog = catalog?;
-        ExamplesFile::open(index)?.attach(&mut catalog);
+        examples.attach(&mut catalog);
         let absolute = std::fs::canonicalize(path)
             .with_context(|| format!("cannot resolve {}", path.display()))?;
         let records = records_path(index, &absolute);
