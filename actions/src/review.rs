@@ -82,7 +82,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             // An optional switch the user never named (`delete_posts: true`) is a guess; a
             // required one has no words of its own (`enabled` of "close the topic").
             (Some(input), true) => input.required || said.names(&input.name),
-            _ => said.grounds(&value) || documented(action, &name, &value),
+            _ => said.grounds(&value) || documented(action, &name, &value, &said),
         };
         if grounded && !given {
             out.repairs
@@ -106,23 +106,45 @@ fn flag(value: &Value) -> bool {
     }
 }
 
-/// Whether the input's own description states the value (`2 for like` for a post action
-/// type): a value the API documents for the user's words, not one made up. Enum values are
-/// not: picking one the user never named is a guess.
-fn documented(action: &Action, name: &str, value: &Value) -> bool {
-    action
+/// Whether the input's own description states the value for the user's words: `2` for a post
+/// action type described as "2 for like" when the user wrote "like", not when they wrote
+/// "flag", and not `200` from "(default: 200)" or `1` from "between 1-100". A number counts
+/// only with a word that follows it in the description (past "for", "is", …; up to the next
+/// number) and that the user wrote. A one-word text value stated in the description counts
+/// as it is. Enum values are not: picking one the user never named is a guess.
+fn documented(action: &Action, name: &str, value: &Value, said: &Words) -> bool {
+    let Some(description) = action
         .input(name)
         .and_then(|input| input.description.as_deref())
-        .is_some_and(|description| {
-            let words = Words::of(description);
-            match value {
-                // Only short values: a description does not hold a title or a text.
-                Value::Number(_) => words.grounds(value),
-                Value::String(s) if s.split_whitespace().count() == 1 => words.grounds(value),
-                _ => false,
-            }
-        })
+    else {
+        return false;
+    };
+    let words = Words::of(description);
+    match value {
+        Value::Number(number) => {
+            let number = number.to_string();
+            let stated = &words.words;
+            stated
+                .iter()
+                .enumerate()
+                .filter(|(_, word)| **word == number)
+                .any(|(at, _)| {
+                    stated[at + 1..]
+                        .iter()
+                        .take_while(|word| !word.chars().any(|c| c.is_ascii_digit()))
+                        .filter(|word| !LINKS.contains(&word.as_str()))
+                        .take(2)
+                        .any(|word| said.has(word))
+                })
+        }
+        // Only short values: a description does not hold a title or a text.
+        Value::String(s) if s.split_whitespace().count() == 1 => words.grounds(value),
+        _ => false,
+    }
 }
+
+/// Words between a documented number and what it stands for ("2 for like", "3 is bronze").
+const LINKS: [&str; 8] = ["for", "is", "means", "a", "an", "the", "to", "as"];
 
 /// Fields of groups (`body`, `path`, …) the action does not have as inputs, lifted to the top.
 fn flatten(
@@ -211,6 +233,7 @@ fn is_placeholder(value: &Value, name: &str) -> bool {
         || wrapped('{', '}')
         || wrapped('[', ']')
         || squash(text) == squash(name)
+        || echoes_name(text, name)
         || matches!(
             lower.as_str(),
             "string"
@@ -227,6 +250,37 @@ fn is_placeholder(value: &Value, name: &str) -> bool {
                 | "todo"
                 | "xxx"
         )
+}
+
+/// Words a model puts around an input's name when it has no value for it.
+const FILLERS: [&str; 14] = [
+    "new",
+    "old",
+    "your",
+    "my",
+    "the",
+    "a",
+    "some",
+    "here",
+    "example",
+    "sample",
+    "value",
+    "placeholder",
+    "desired",
+    "actual",
+];
+
+/// Whether `text` is the input's name dressed up (`new_password` for `password`,
+/// `your_unique_identifier_here` for `unique_identifier`): every word one of the name's or a
+/// filler, at least one of each.
+fn echoes_name(text: &str, name: &str) -> bool {
+    let named = tokens(&words(name).join(" "));
+    let mine = tokens(&words(text).join(" "));
+    let is_named = |w: &String| named.contains(w);
+    let is_filler = |w: &String| FILLERS.contains(&w.as_str());
+    mine.iter().all(|w| is_named(w) || is_filler(w))
+        && mine.iter().any(is_named)
+        && mine.iter().any(is_filler)
 }
 
 /// The words of a text, for telling whether a value was given in it.
@@ -492,6 +546,26 @@ paths:
     }
 
     #[test]
+    fn an_input_name_dressed_up_is_a_placeholder() {
+        for (value, name) in [
+            ("new_password", "password"),
+            ("your_unique_identifier_here", "unique_identifier"),
+            ("yourUploadId", "upload_id"),
+            ("the desired title", "title"),
+        ] {
+            assert!(is_placeholder(&json!(value), name), "{value} for {name}");
+        }
+        for (value, name) in [
+            ("new", "status"),
+            ("Weekly groceries", "title"),
+            ("my-old-laptop", "name"),
+            ("password", "new_password"),
+        ] {
+            assert!(!is_placeholder(&json!(value), name), "{value} for {name}");
+        }
+    }
+
+    #[test]
     fn a_value_the_input_documents_is_not_made_up() {
         let catalog = Catalog::parse(
             r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/actions": {"post": {
@@ -518,5 +592,53 @@ paths:
             json!({"type_id": 2}),
             "an id is not documented"
         );
+    }
+
+    #[test]
+    fn a_documented_number_needs_the_users_word_for_it() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/badges": {"post": {
+                "operationId": "createBadge",
+                "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"},
+                    "description": "Most badges to return (default: 200), between 1-500"}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
+                    "required": ["name", "badge_type_id"],
+                    "properties": {"name": {"type": "string"}, "badge_type_id": {"type": "integer",
+                        "description": "The ID for the badge type. 1 for Gold, 2 for Silver,\n3 for Bronze."}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = &catalog.actions[0];
+        let read =
+            |params: Value, said: &str| Value::Object(review(action, &params, said, true).params);
+        assert_eq!(
+            read(
+                json!({"name": "Helper", "badge_type_id": 3}),
+                "a bronze-tier badge Helper"
+            ),
+            json!({"name": "Helper", "badge_type_id": 3})
+        );
+        assert_eq!(
+            read(
+                json!({"name": "Helper", "badge_type_id": 1}),
+                "rename badge 14 to Helper"
+            ),
+            json!({"name": "Helper"}),
+            "1 stands for Gold, which the user did not say"
+        );
+        assert_eq!(
+            read(
+                json!({"name": "Helper", "badge_type_id": 2}),
+                "a gold badge Helper"
+            ),
+            json!({"name": "Helper"}),
+            "2 is Silver, not the Gold before it"
+        );
+        for limit in [200, 1, 500] {
+            assert_eq!(
+                read(json!({"name": "Helper", "limit": limit}), "badge Helper"),
+                json!({"name": "Helper"}),
+                "{limit} is a default or a bound, not a value the user gave"
+            );
+        }
     }
 }
