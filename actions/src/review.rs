@@ -610,29 +610,27 @@ paths:
         let action = &catalog.actions[0];
         let read =
             |params: Value, said: &str| Value::Object(review(action, &params, said, true).params);
-        assert_eq!(
-            read(
-                json!({"name": "Helper", "badge_type_id": 3}),
-                "a bronze-tier badge Helper"
-            ),
-            json!({"name": "Helper", "badge_type_id": 3})
-        );
-        assert_eq!(
-            read(
-                json!({"name": "Helper", "badge_type_id": 1}),
-                "rename badge 14 to Helper"
-            ),
-            json!({"name": "Helper"}),
-            "1 stands for Gold, which the user did not say"
-        );
-        assert_eq!(
-            read(
-                json!({"name": "Helper", "badge_type_id": 2}),
-                "a gold badge Helper"
-            ),
-            json!({"name": "Helper"}),
-            "2 is Silver, not the Gold before it"
-        );
+        // 3 is Bronze; 1 is Gold, which the user did not write; 2 is Silver, not the Gold
+        // before it.
+        for (badge_type_id, said, kept) in [
+            (3, "a bronze-tier badge Helper", true),
+            (1, "rename badge 14 to Helper", false),
+            (2, "a gold badge Helper", false),
+        ] {
+            let expected = if kept {
+                json!({"name": "Helper", "badge_type_id": badge_type_id})
+            } else {
+                json!({"name": "Helper"})
+            };
+            assert_eq!(
+                read(
+                    json!({"name": "Helper", "badge_type_id": badge_type_id}),
+                    said
+                ),
+                expected,
+                "{badge_type_id} for {said:?}"
+            );
+        }
         for limit in [200, 1, 500] {
             assert_eq!(
                 read(json!({"name": "Helper", "limit": limit}), "badge Helper"),
