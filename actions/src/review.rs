@@ -274,8 +274,8 @@ const FILLERS: [&str; 14] = [
 /// `your_unique_identifier_here` for `unique_identifier`): every word one of the name's or a
 /// filler, at least one of each.
 fn echoes_name(text: &str, name: &str) -> bool {
-    let named = tokens(&words(name).join(" "));
-    let mine = tokens(&words(text).join(" "));
+    let named = identifier_tokens(name);
+    let mine = identifier_tokens(text);
     let is_named = |w: &String| named.contains(w);
     let is_filler = |w: &String| FILLERS.contains(&w.as_str());
     mine.iter().all(|w| is_named(w) || is_filler(w))
@@ -341,7 +341,7 @@ impl Words {
 
     /// Whether the user named an input: at least half the words of its name.
     pub fn names(&self, name: &str) -> bool {
-        let mine = tokens(&words(name).join(" "));
+        let mine = identifier_tokens(name);
         !mine.is_empty() && mine.iter().filter(|w| self.has(w)).count() * 2 >= mine.len()
     }
 
@@ -362,6 +362,12 @@ fn tokens(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// [`tokens`] of a name split at its camelCase and snake_case joins (`yourUploadId` → `your`,
+/// `upload`, `id`).
+fn identifier_tokens(name: &str) -> Vec<String> {
+    tokens(&words(name).join(" "))
 }
 
 /// Equal, or forms of one word (`archive`/`archived`, `publish`/`published`): the shorter
