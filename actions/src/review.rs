@@ -1,7 +1,8 @@
 //! What the `actions` strategy checks in a model's inputs before the executor sees them:
 //! inputs grouped the way the model imagined (`{"body": {...}}`), names near an input's
-//! (`id` for `noteId`), placeholders (`"<noteId>"`, `""`), and values the user never gave.
-//! A dropped value is never replaced: a required input dropped here is asked for.
+//! (`id` for `noteId`), placeholders (`"<noteId>"`, `""`, `[]`), values the user never gave,
+//! and a value the user gave once copied into several inputs. A dropped value is never
+//! replaced: a required input dropped here is asked for.
 
 use serde_json::{Map, Value};
 
@@ -94,7 +95,74 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         }
         out.params.insert(name, value);
     }
+    if grounded {
+        one_input_per_value(action, &said, &mut out);
+    }
     out
+}
+
+/// A value the user wrote once and the model put into several inputs (`"Help Desk"` as a
+/// category's name, color and icon; an upload's identifier as its list of parts too) stays in
+/// one of them: the input the user named beside the value, else the one required input among
+/// them. It is dropped from the others, so a required one is asked for. Where neither tells
+/// them apart, all keep it.
+fn one_input_per_value(action: &Action, said: &Words, out: &mut Reviewed) {
+    let mut copies: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (name, value) in &out.params {
+        let Some(text) = literal(value) else {
+            continue;
+        };
+        let words = tokens(&text);
+        if words.is_empty() {
+            continue;
+        }
+        match copies.iter_mut().find(|(seen, _)| *seen == words) {
+            Some((_, names)) => names.push(name.clone()),
+            None => copies.push((words, vec![name.clone()])),
+        }
+    }
+    for (value, names) in copies.into_iter().filter(|(_, names)| names.len() > 1) {
+        let Some(near) = said.around_only(&value) else {
+            continue;
+        };
+        let named = |name: &String| {
+            let mine = identifier_tokens(name);
+            let found = mine
+                .iter()
+                .filter(|w| near.iter().any(|n| same_word(n, w)))
+                .count();
+            found as f32 / mine.len().max(1) as f32
+        };
+        let best = names.iter().map(named).fold(0.0, f32::max);
+        let mut keep: Vec<&String> = names.iter().filter(|n| named(n) == best).collect();
+        if best == 0.0 || keep.len() > 1 {
+            keep = names
+                .iter()
+                .filter(|n| action.input(n).is_some_and(|input| input.required))
+                .collect();
+        }
+        let [kept] = keep[..] else {
+            continue;
+        };
+        let kept = kept.clone();
+        for name in names.iter().filter(|n| **n != kept) {
+            if let Some(dropped) = out.params.remove(name) {
+                out.repairs.push(format!(
+                    "{name}: dropped {dropped}, the user gave it once, for {kept}"
+                ));
+            }
+        }
+    }
+}
+
+/// The text of a value the user could have written: a string, a number, or a list of one.
+fn literal(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !matches!(s.trim(), "true" | "false") => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(items) if items.len() == 1 => literal(&items[0]),
+        _ => None,
+    }
 }
 
 /// A boolean, or one written as a string.
@@ -219,13 +287,17 @@ fn rename(
     }
 }
 
-/// `""`, `"<id>"`, `"{id}"`, `"string"`, the input's own name, …: what a model writes when
-/// it has no value.
+/// `""`, `"<id>"`, `"{id}"`, `"string"`, the input's own name, `[]`, …: what a model writes
+/// when it has no value.
 fn is_placeholder(value: &Value, name: &str) -> bool {
-    let Value::String(text) = value else {
-        return false;
+    let text = match value {
+        Value::String(text) => text.trim(),
+        // An empty list or object the user never asked for (`"permissions": {}` would clear
+        // a category's permissions).
+        Value::Array(items) => return items.is_empty(),
+        Value::Object(fields) => return fields.is_empty(),
+        _ => return false,
     };
-    let text = text.trim();
     let lower = text.to_lowercase();
     let wrapped = |open: char, close: char| text.starts_with(open) && text.ends_with(close);
     text.is_empty()
@@ -343,6 +415,21 @@ impl Words {
     pub fn names(&self, name: &str) -> bool {
         let mine = identifier_tokens(name);
         !mine.is_empty() && mine.iter().filter(|w| self.has(w)).count() * 2 >= mine.len()
+    }
+
+    /// The words beside `value` (four before it, two after) where the user wrote it exactly
+    /// once; `None` where they wrote it never or more than once.
+    fn around_only(&self, value: &[String]) -> Option<Vec<String>> {
+        let n = value.len();
+        let mut at = (0..(self.words.len() + 1).saturating_sub(n))
+            .filter(|&i| self.words[i..i + n] == *value);
+        let start = at.next()?;
+        if at.next().is_some() {
+            return None;
+        }
+        let before = &self.words[start.saturating_sub(4)..start];
+        let after = self.words[start + n..].iter().take(2);
+        Some(before.iter().chain(after).cloned().collect())
     }
 
     fn has(&self, word: &str) -> bool {
@@ -549,6 +636,72 @@ paths:
         assert!(Words::of("publish it").grounds(&json!("published")));
         assert!(!Words::of("publish it").grounds(&json!("draft")));
         assert!(Words::of("close it").grounds(&json!("true")));
+    }
+
+    #[test]
+    fn a_value_given_once_stays_in_one_input() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/uploads/complete": {"post": {"operationId": "completeUpload",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                  "required": ["unique_identifier", "parts"],
+                  "properties": {"unique_identifier": {"type": "string"}, "parts": {"type": "array"}}}}}}}},
+              "/categories/{id}": {"put": {"operationId": "updateCategory",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                  "required": ["name"],
+                  "properties": {"name": {"type": "string"}, "color": {"type": "string"},
+                                 "icon": {"type": "string"}, "permissions": {"type": "object"}}}}}}}},
+              "/users": {"post": {"operationId": "createUser",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                  "required": ["username", "email", "password"],
+                  "properties": {"username": {"type": "string"}, "email": {"type": "string"},
+                                 "password": {"type": "string"}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let reviewed = |id: &str, params: Value, said: &str| {
+            let action = catalog
+                .actions
+                .iter()
+                .find(|a| a.operation_id == id)
+                .unwrap();
+            Value::Object(review(action, &params, said, true).params)
+        };
+        // The input named beside the value keeps it.
+        assert_eq!(
+            reviewed(
+                "completeUpload",
+                json!({"unique_identifier": "a91f33c2", "parts": ["a91f33c2"]}),
+                "finish the transfer with identifier a91f33c2",
+            ),
+            json!({"unique_identifier": "a91f33c2"})
+        );
+        assert_eq!(
+            reviewed(
+                "createUser",
+                json!({"username": "lena", "email": "Tr4il-Mix", "password": "Tr4il-Mix"}),
+                "make an account lena with the password Tr4il-Mix",
+            ),
+            json!({"username": "lena", "password": "Tr4il-Mix"})
+        );
+        // None named: the one required input keeps it; an empty object is no value.
+        assert_eq!(
+            reviewed(
+                "updateCategory",
+                json!({"id": 8, "name": "Help Desk", "color": "Help Desk", "icon": "Help Desk", "permissions": {}}),
+                "category 8 should be called Help Desk from now on",
+            ),
+            json!({"id": 8, "name": "Help Desk"})
+        );
+        // Written twice, or for inputs the user named equally: nothing is dropped.
+        assert_eq!(
+            reviewed(
+                "createUser",
+                json!({"username": "kim", "email": "kim@x.org", "password": "kim"}),
+                "new user kim, email kim@x.org, and use kim as the password too",
+            ),
+            json!({"username": "kim", "email": "kim@x.org", "password": "kim"})
+        );
     }
 
     #[test]
