@@ -1266,17 +1266,34 @@ impl Actions {
                 continue;
             };
             for input in action.inputs.iter().filter(|i| i.required) {
-                let spaced = crate::words(&input.name).join(" ");
-                let named = lower.contains(&input.name.to_lowercase())
-                    || (spaced.contains(' ') && lower.contains(&spaced))
-                    || (input.name.len() > 3 && squashed.contains(&squash(&input.name)));
-                if named && !names.contains(&input.name) {
+                if question_names(&lower, &squashed, &input.name) && !names.contains(&input.name) {
                     names.push(input.name.clone());
                 }
             }
         }
         names
     }
+}
+
+/// Whether a question (`lower`, and `squashed` by [`squash`]) names the input `name`: the name
+/// as a word of its own (`id`, but not the `id` in `post_ids` or `provide`), its words spaced
+/// out (`post ids`), or a name longer than three letters with case and punctuation ignored
+/// (`post_ids` for `post_ids[]`).
+fn question_names(lower: &str, squashed: &str, name: &str) -> bool {
+    let spaced = crate::words(name).join(" ");
+    has_word(lower, &name.to_lowercase())
+        || (spaced.contains(' ') && has_word(lower, &spaced))
+        || (name.len() > 3 && squashed.contains(&squash(name)))
+}
+
+/// Whether `text` holds `word` with no letter, digit or `_` right before or after it.
+fn has_word(text: &str, word: &str) -> bool {
+    let joined = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !word.is_empty()
+        && text.match_indices(word).any(|(at, _)| {
+            !joined(text[..at].chars().next_back())
+                && !joined(text[at + word.len()..].chars().next())
+        })
 }
 
 impl Strategy for Actions {
@@ -2331,6 +2348,23 @@ mod tests {
         assert_eq!(guessed_words("  ,  ").as_deref(), None);
         let long = "a".repeat(61);
         assert_eq!(guessed_words(&long), None);
+    }
+
+    #[test]
+    fn a_question_names_an_input_by_a_word_of_its_own() {
+        let names = |question: &str, name: &str| {
+            question_names(&question.to_lowercase(), &squash(question), name)
+        };
+        let question = "What is the missing required input for the 'post_ids' parameter?";
+        assert!(names(question, "post_ids[]"));
+        assert!(
+            !names(question, "id"),
+            "the id in post_ids is not the input id"
+        );
+        assert!(!names("Could you provide it?", "id"));
+        assert!(names("Which id, and which post ids?", "id"));
+        assert!(names("Which post ids?", "post_ids[]"));
+        assert!(!names("Which post?", "post_id"));
     }
 
     #[test]

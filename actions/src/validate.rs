@@ -11,6 +11,7 @@ use serde_json::{Map, Number, Value};
 use crate::action::{
     list_values, Action, Encoding, Input, Location, Method, SecurityRequirement, Server, Style,
 };
+use crate::review::squash;
 use crate::schema::{self, CUT};
 
 /// Everything but RFC 3986's unreserved characters is percent-encoded, in paths (so a `/` in
@@ -294,7 +295,8 @@ impl Action {
     }
 
     /// Pairs each input with the value given for it: by exact name, else by a name equal up
-    /// to case, `_` and `-` (`note_id` for `noteId`) when that picks one input. Names matching
+    /// to case and punctuation (`note_id` for `noteId`, `post_ids` for `post_ids[]`) when
+    /// that picks one input. Names matching
     /// nothing go to an open body, or are reported.
     fn match_names<'a>(
         &self,
@@ -346,14 +348,6 @@ impl Action {
         }
         (values, extra)
     }
-}
-
-/// A name with case, `_`, `-` and `.` ignored, for loose matching.
-fn squash(name: &str) -> String {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.'))
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The problems, missing inputs and coercions found while checking.

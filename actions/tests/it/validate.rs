@@ -3,7 +3,7 @@
 //! on; obvious coercions are made and recorded; values are encoded into the request.
 
 use serde_json::json;
-use walkrag_actions::{AlwaysYes, ExecutorConfig, Invalid, Outcome, Problem};
+use walkrag_actions::{AlwaysYes, Catalog, ExecutorConfig, Invalid, Outcome, Problem};
 
 use crate::server::Server;
 use crate::{action, executor, notes};
@@ -203,6 +203,18 @@ fn names_are_matched_up_to_case_and_separators() {
         .unwrap_err()
         .to_string()
         .contains("NOTE_ID: given twice, also as noteId"));
+
+    // A list input named the Rails way is matched without its brackets.
+    let catalog = Catalog::parse(
+        r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/posts": {"get": {
+            "operationId": "getPosts", "parameters": [{"name": "post_ids[]", "in": "query",
+            "required": true, "schema": {"type": "array", "items": {"type": "integer"}}}]}}}}"#,
+    )
+    .unwrap();
+    let prepared = action(&catalog, "getPosts")
+        .prepare(&json!({ "post_ids": [3, 4] }))
+        .unwrap();
+    assert_eq!(prepared.coerced, ["post_ids: read as post_ids[]"]);
 }
 
 #[test]
