@@ -125,16 +125,25 @@ fn one_input_per_value(action: &Action, said: &Words, out: &mut Reviewed) {
         let Some(near) = said.around_only(&value) else {
             continue;
         };
-        let named = |name: &String| {
-            let mine = identifier_tokens(name);
-            let found = mine
-                .iter()
-                .filter(|w| near.iter().any(|n| same_word(n, w)))
-                .count();
-            found as f32 / mine.len().max(1) as f32
-        };
-        let best = names.iter().map(named).fold(0.0, f32::max);
-        let mut keep: Vec<&String> = names.iter().filter(|n| named(n) == best).collect();
+        // The share of each input's name words written beside the value.
+        let named: Vec<f32> = names
+            .iter()
+            .map(|name| {
+                let mine = identifier_tokens(name);
+                let found = mine
+                    .iter()
+                    .filter(|w| near.iter().any(|n| same_word(n, w)))
+                    .count();
+                found as f32 / mine.len().max(1) as f32
+            })
+            .collect();
+        let best = named.iter().copied().fold(0.0, f32::max);
+        let mut keep: Vec<&String> = names
+            .iter()
+            .zip(&named)
+            .filter(|(_, share)| **share == best)
+            .map(|(name, _)| name)
+            .collect();
         if best == 0.0 || keep.len() > 1 {
             keep = names
                 .iter()
@@ -660,11 +669,7 @@ paths:
         )
         .unwrap();
         let reviewed = |id: &str, params: Value, said: &str| {
-            let action = catalog
-                .actions
-                .iter()
-                .find(|a| a.operation_id == id)
-                .unwrap();
+            let action = catalog.get(id).unwrap();
             Value::Object(review(action, &params, said, true).params)
         };
         // The input named beside the value keeps it.

@@ -296,8 +296,7 @@ impl Action {
 
     /// Pairs each input with the value given for it: by exact name, else by a name equal up
     /// to case and punctuation (`note_id` for `noteId`, `post_ids` for `post_ids[]`) when
-    /// that picks one input. Names matching
-    /// nothing go to an open body, or are reported.
+    /// that picks one input. Names matching nothing go to an open body, or are reported.
     fn match_names<'a>(
         &self,
         given: &'a Map<String, Value>,
