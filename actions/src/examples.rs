@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use walkrag_core::chat::complete;
 use walkrag_core::{ChatError, ChatModel, ChatRequest, Message, Sampling};
+use walkrag_engine::jsonl_file;
 
 use crate::action::{Action, ActionHash};
 use crate::spec::Catalog;
@@ -67,29 +68,26 @@ impl ExamplesFile {
     /// operation is written again when asked.
     pub fn open(dir: &Path) -> Result<Self, ExamplesError> {
         let path = dir.join(EXAMPLES_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(source) => return Err(ExamplesError::Io { path, source }),
-        };
-        let mut by_hash = HashMap::new();
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<ActionExamples>(line) {
-                // A later line for the same operation wins: it was written last.
-                Ok(examples) => {
-                    by_hash.insert(examples.hash.clone(), examples);
-                }
-                Err(e) => tracing::warn!(
-                    "{} line {}: not an operation's examples ({e}); passed over",
-                    path.display(),
-                    n + 1
-                ),
-            }
+        let file =
+            jsonl_file::read::<ActionExamples>(&path).map_err(|source| ExamplesError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        for bad in &file.bad {
+            tracing::warn!(
+                "{} line {}: not an operation's examples ({}); passed over",
+                path.display(),
+                bad.line,
+                bad.error
+            );
         }
-        let cut = !text.is_empty() && !text.ends_with('\n');
+        let cut = file.cut;
+        // A later line for the same operation wins: it was written last.
+        let by_hash = file
+            .records
+            .into_iter()
+            .map(|examples| (examples.hash.clone(), examples))
+            .collect();
         Ok(Self { path, by_hash, cut })
     }
 

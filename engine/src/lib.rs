@@ -8,6 +8,7 @@
 //! - [`ann`] searches vectors exactly or through an HNSW graph.
 //! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
 //!   searches it.
+//! - [`jsonl_file`] reads back the JSON Lines files kept beside an index or a run.
 //! - [`lexical`] scores short texts by their words (BM25) and fuses rankings.
 //! - [`outline`] renders the abridged outline with section ids.
 
@@ -18,6 +19,7 @@ pub mod front_matter;
 mod ids;
 pub mod index;
 pub mod ingest;
+pub mod jsonl_file;
 pub mod lexical;
 pub mod markdown;
 pub mod outline;

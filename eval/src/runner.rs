@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{self, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use walkrag_engine::jsonl_file;
 use walkrag_walker::{Env, Strategy, Trace};
 
 use crate::dataset::Question;
@@ -245,28 +246,17 @@ pub(crate) fn merge_record(path: &Path, new: RunRecord) -> Result<RunRecord, Eva
 /// The lines of `results.jsonl`. A last line cut short by a crash is dropped; any other bad
 /// line is an error (the file is not ours to guess about).
 fn read_results<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, EvalError> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(path)(e)),
-    };
-    let raw: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let mut lines = Vec::with_capacity(raw.len());
-    for (i, line) in raw.iter().enumerate() {
-        match serde_json::from_str::<T>(line) {
-            Ok(parsed) => lines.push(parsed),
-            Err(_) if i + 1 == raw.len() && !text.ends_with('\n') => {
-                tracing::warn!("{}: dropping a last line cut short", path.display());
-            }
-            Err(e) => {
-                return Err(EvalError::Corrupt {
-                    path: path.to_path_buf(),
-                    message: format!("line {}: {e}", i + 1),
-                })
-            }
+    let file = jsonl_file::read::<T>(path).map_err(io_error(path))?;
+    for bad in &file.bad {
+        if !bad.is_cut_tail(&file) {
+            return Err(EvalError::Corrupt {
+                path: path.to_path_buf(),
+                message: format!("line {}: {}", bad.line, bad.error),
+            });
         }
+        tracing::warn!("{}: dropping a last line cut short", path.display());
     }
-    Ok(lines)
+    Ok(file.records)
 }
 
 /// The results in `path` except the `failed` ones (they run again), the file rewritten to

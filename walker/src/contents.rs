@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use walkrag_core::{ChatError, ChatModel, ChatRequest, Embedder};
-use walkrag_engine::{ChunkId, DocId, Document, Format, Index, IndexedDoc, SectionId};
+use walkrag_engine::{jsonl_file, ChunkId, DocId, Document, Format, Index, IndexedDoc, SectionId};
 
 use crate::control::Control;
 use crate::jsonl::{ObjectReader, Raw};
@@ -94,25 +94,19 @@ impl ContentsFile {
     /// read is passed over with a warning (its document is generated again when asked).
     pub fn of_index(index_dir: &Path) -> Result<Self, ContentsError> {
         let path = index_dir.join(CONTENTS_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(source) => return Err(ContentsError::Io { path, source }),
-        };
-        let mut docs = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Contents>(line) {
-                Ok(contents) => docs.push(contents),
-                Err(e) => tracing::warn!(
-                    "{} line {}: not a table of contents ({e}); passed over",
-                    path.display(),
-                    n + 1
-                ),
-            }
+        let file = jsonl_file::read::<Contents>(&path).map_err(|source| ContentsError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        for bad in &file.bad {
+            tracing::warn!(
+                "{} line {}: not a table of contents ({}); passed over",
+                path.display(),
+                bad.line,
+                bad.error
+            );
         }
+        let docs = file.records;
         Ok(Self { path, docs })
     }
 

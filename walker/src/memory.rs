@@ -13,14 +13,14 @@
 //!   that chunk's words.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::fs::OpenOptions;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use walkrag_core::{EmbedError, Embedder};
-use walkrag_engine::{ChunkId, Index};
+use walkrag_engine::{jsonl_file, ChunkId, Index};
 
 /// The memory file's name in an index directory.
 pub const MEMORY_FILE: &str = "memory.jsonl";
@@ -78,38 +78,23 @@ impl Memory {
             path: path.to_path_buf(),
             source,
         };
-        let mut facts = Vec::new();
-        match File::open(path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error(e)),
-            Ok(file) => {
-                let lines: Vec<String> = BufReader::new(file)
-                    .lines()
-                    .collect::<Result<_, _>>()
-                    .map_err(io_error)?;
-                let last = lines.len();
-                for (n, line) in lines.iter().enumerate() {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    match serde_json::from_str::<Remembered>(line) {
-                        Ok(fact) => facts.push(fact),
-                        // The last line may have been cut off by a crash mid-write.
-                        Err(e) if n + 1 == last => tracing::warn!(
-                            "memory {}: ignoring the unfinished last line ({e})",
-                            path.display()
-                        ),
-                        Err(e) => {
-                            return Err(MemoryError::Corrupt {
-                                path: path.to_path_buf(),
-                                line: n + 1,
-                                message: e.to_string(),
-                            })
-                        }
-                    }
-                }
+        let file = jsonl_file::read::<Remembered>(path).map_err(io_error)?;
+        for bad in &file.bad {
+            // The last line may have been cut off by a crash mid-write.
+            if !bad.last {
+                return Err(MemoryError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: bad.line,
+                    message: bad.error.to_string(),
+                });
             }
+            tracing::warn!(
+                "memory {}: ignoring the unfinished last line ({})",
+                path.display(),
+                bad.error
+            );
         }
+        let facts = file.records;
         Ok(Self {
             path: path.to_path_buf(),
             facts: Mutex::new(facts),
