@@ -277,7 +277,9 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         super::index::write_examples(&index_dir, &specs, &args.examples_model)?;
     }
     let catalog = super::actions::read_indexed_catalog(&index_dir, spec)?;
-    let paths = super::index::specs_as_records(&index_dir, &specs)?;
+    let paths = [super::index::catalog_as_records(
+        &index_dir, spec, &catalog,
+    )?];
     let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let env = Env {

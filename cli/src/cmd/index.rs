@@ -395,21 +395,27 @@ pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<P
         };
         let mut catalog = catalog?;
         examples.attach(&mut catalog);
-        let absolute = std::fs::canonicalize(path)
-            .with_context(|| format!("cannot resolve {}", path.display()))?;
-        let records = records_path(index, &absolute);
-        write_if_changed(&records, &catalog.records_jsonl(&absolute))?;
-        eprintln!(
-            "{}: {} API operations ({} {}), indexed from {}",
-            path.display(),
-            catalog.actions.len(),
-            catalog.title,
-            catalog.version,
-            records.display()
-        );
-        out.push(records);
+        out.push(catalog_as_records(index, path, &catalog)?);
     }
     Ok(out)
+}
+
+/// Writes the records of `catalog`, read from the spec at `path` (with its examples
+/// attached), into the index's actions folder if they changed, and returns their path.
+pub fn catalog_as_records(index: &Path, path: &Path, catalog: &Catalog) -> anyhow::Result<PathBuf> {
+    let absolute = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    let records = records_path(index, &absolute);
+    write_if_changed(&records, &catalog.records_jsonl(&absolute))?;
+    eprintln!(
+        "{}: {} API operations ({} {}), indexed from {}",
+        path.display(),
+        catalog.actions.len(),
+        catalog.title,
+        catalog.version,
+        records.display()
+    );
+    Ok(records)
 }
 
 /// The catalogue of `path` when it is a file holding an OpenAPI document (`None` for
