@@ -86,6 +86,18 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             _ => said.grounds(&value) || documented(action, &name, &value, &said),
         };
         if grounded && !given {
+            // A required object the user gave in part (a group's new name, beside members
+            // the model made up) keeps the part they gave, rather than asking for what they
+            // said. An optional one goes whole, as before: given in part it is more often a
+            // misreading (a topic's old title, a handle the user said to keep).
+            let required = input.is_some_and(|input| input.required);
+            if let Some(kept) = required.then(|| said.given_part(&value)).flatten() {
+                out.repairs.push(format!(
+                    "{name}: kept {kept} of {value}: the user did not give the rest"
+                ));
+                out.params.insert(name, kept);
+                continue;
+            }
             out.repairs
                 .push(format!("{name}: dropped {value}: the user did not give it"));
             if said.shares_a_word(&value) {
@@ -410,6 +422,30 @@ impl Words {
         }
     }
 
+    /// The fields of an object that were given, nested objects pruned the same way; `None`
+    /// where none was, or where `value` is not an object. A switch counts only where the user
+    /// named its field (a made-up `"allow_badges": true` goes), and an empty list or object
+    /// is no value.
+    pub fn given_part(&self, value: &Value) -> Option<Value> {
+        let Value::Object(fields) = value else {
+            return None;
+        };
+        let kept: Map<String, Value> = fields
+            .iter()
+            .filter_map(|(name, field)| {
+                let kept = match field {
+                    Value::Null => return None,
+                    Value::Object(_) => self.given_part(field)?,
+                    _ if is_placeholder(field, name) => return None,
+                    _ if flag(field) => self.names(name).then(|| field.clone())?,
+                    _ => self.grounds(field).then(|| field.clone())?,
+                };
+                Some((name.clone(), kept))
+            })
+            .collect();
+        (!kept.is_empty()).then_some(Value::Object(kept))
+    }
+
     /// Whether a text value has a word of four letters or more in common with the user's.
     pub fn shares_a_word(&self, value: &Value) -> bool {
         let Value::String(text) = value else {
@@ -623,6 +659,74 @@ paths:
             json!({"noteId": 4, "title": "Plans"})
         );
         assert_eq!(reviewed.repairs.len(), 3, "{:?}", reviewed.repairs);
+    }
+
+    #[test]
+    fn an_object_given_in_part_keeps_that_part() {
+        let said = Words::of("Rename group 318 to support_volunteers, keep everything else");
+        let group = json!({"name": "support_volunteers", "members": ["new_member1"],
+                           "allow_badges": true, "mentionable": {"level": 2, "note": ""},
+                           "tags": [], "parent_id": null});
+        assert_eq!(
+            said.given_part(&group),
+            Some(json!({"name": "support_volunteers"}))
+        );
+        // Nothing given: nothing kept; a switch the user named stays.
+        assert_eq!(said.given_part(&json!({"members": ["x1"]})), None);
+        assert_eq!(said.given_part(&json!("support_volunteers")), None);
+        let said = Words::of("make group 318 visible, name it helpers");
+        assert_eq!(
+            said.given_part(&json!({"name": "helpers", "visible": true, "public": true})),
+            Some(json!({"name": "helpers", "visible": true}))
+        );
+        // Nested objects are pruned the same way.
+        assert_eq!(
+            said.given_part(&json!({"group": {"name": "helpers", "bio": "A team of volunteers."}})),
+            Some(json!({"group": {"name": "helpers"}}))
+        );
+
+        // In a review, a required object given in part is sent, not asked for.
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/groups/{id}.json": {"put": {"operationId": "updateGroup",
+                "parameters": [{"name": "id", "in": "path", "required": true,
+                                "schema": {"type": "integer"}}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                  "type": "object", "required": ["group"],
+                  "properties": {"group": {"type": "object"}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = catalog.get("updateGroup").unwrap();
+        let params = json!({"id": 318, "group": {"name": "support_volunteers",
+                                                  "members": ["new_member1", "new_member2"]}});
+        let reviewed = review(
+            action,
+            &params,
+            "Rename group 318 to support_volunteers, the old name confused people.",
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"id": 318, "group": {"name": "support_volunteers"}})
+        );
+        assert_eq!(reviewed.repairs.len(), 1, "{:?}", reviewed.repairs);
+
+        // An optional object given in part goes whole (here the user's old title).
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/t/{id}.json": {"put": {"operationId": "updateTopic",
+                "parameters": [{"name": "id", "in": "path", "required": true,
+                                "schema": {"type": "string"}}],
+                "requestBody": {"content": {"application/json": {"schema": {
+                  "type": "object", "properties": {"topic": {"type": "object"}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = catalog.get("updateTopic").unwrap();
+        let params = json!({"id": "30918", "topic": {"title": "HELP!!!",
+                                                     "description": "A test topic."}});
+        let said = "Topic 30918 is titled 'HELP!!!'. Give it the heading 'Login fails' instead.";
+        let reviewed = review(action, &params, said, true);
+        assert_eq!(Value::Object(reviewed.params), json!({"id": "30918"}));
     }
 
     #[test]
