@@ -5,8 +5,8 @@
 //! the user's words can meet an operation described in the API's.
 
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ pub struct ExamplesFile {
     path: PathBuf,
     by_hash: HashMap<ActionHash, ActionExamples>,
     /// Whether the file ends in a line cut short (a run killed mid-write), which the next
-    /// line written must close off first.
+    /// put cuts off before writing.
     cut: bool,
 }
 
@@ -117,17 +117,7 @@ impl ExamplesFile {
         }
         let mut line = serde_json::to_string(&examples).expect("examples serialise");
         line.push('\n');
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(io_error)?;
-        // A line cut short by a crash before this one is closed off, not joined.
-        if self.cut {
-            line.insert(0, '\n');
-        }
-        file.write_all(line.as_bytes()).map_err(io_error)?;
-        self.cut = false;
+        jsonl_file::append(&self.path, &line, &mut self.cut).map_err(io_error)?;
         self.by_hash.insert(examples.hash.clone(), examples);
         Ok(())
     }

@@ -3,8 +3,8 @@
 //! rewritten as work goes, so a crash can leave its last line cut short; what a line that
 //! does not read means is the caller's to say ([`JsonLines::bad`], [`BadLine::is_cut_tail`]).
 
-use std::fs;
-use std::io;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -17,7 +17,7 @@ pub struct JsonLines<T> {
     /// The lines that did not read, in file order.
     pub bad: Vec<BadLine>,
     /// Whether the file ends in a line with no newline: a write cut short ends there, and the
-    /// next line appended must close it off first.
+    /// next [`append`] cuts it off before writing.
     pub cut: bool,
 }
 
@@ -70,6 +70,31 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> io::Result<JsonLines<T>> {
     })
 }
 
+/// Appends `lines` (whole lines, each ending in a newline) to `path`, creating it, and syncs
+/// them. Where the file ends in a line cut short (`*cut`, from [`read`]), that unreadable
+/// tail is cut off first rather than joined to the first new line, which would turn a crash's
+/// harmless cut tail into a corrupt line in the middle of the file.
+pub fn append(path: &Path, lines: &str, cut: &mut bool) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    if *cut {
+        let mut text = Vec::new();
+        file.read_to_end(&mut text)?;
+        let whole = text
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        file.set_len(whole as u64)?;
+    }
+    file.write_all(lines.as_bytes())?;
+    file.sync_data()?;
+    *cut = false;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +130,21 @@ mod tests {
         // A bad last line that was written out in full is not a cut.
         let file = read_text("1\n{\"a\"\n");
         assert!(!file.cut && !file.bad[0].is_cut_tail(&file));
+    }
+
+    #[test]
+    fn an_append_cuts_off_a_cut_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        fs::write(&path, "1\n{\"a").unwrap();
+        let mut cut = read::<u32>(&path).unwrap().cut;
+        append(&path, "3\n", &mut cut).unwrap();
+        assert!(!cut);
+        append(&path, "4\n", &mut cut).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "1\n3\n4\n");
+        let mut cut = true;
+        fs::write(&path, "{\"a").unwrap();
+        append(&path, "5\n", &mut cut).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "5\n");
     }
 }

@@ -5,7 +5,7 @@
 //! Invariants:
 //! - The file is append-only JSON Lines, one fact per line, each line written whole and
 //!   synced; a line cut off by a crash is ignored (with a warning), never a reason to refuse
-//!   the rest.
+//!   the rest, and cut off before the next fact is appended.
 //! - A remembered fact is recalled only while the chunk it came from is in the index (a
 //!   re-indexed, changed document makes its old facts stale) and only with the embedder that
 //!   embedded it.
@@ -13,8 +13,7 @@
 //!   that chunk's words.
 
 use std::collections::HashSet;
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -64,6 +63,9 @@ pub enum MemoryError {
 pub struct Memory {
     path: PathBuf,
     facts: Mutex<Vec<Remembered>>,
+    /// Whether the file ends in a line cut short, which the next append cuts off (taken
+    /// only while `facts` is held).
+    cut: Mutex<bool>,
 }
 
 impl Memory {
@@ -94,10 +96,10 @@ impl Memory {
                 bad.error
             );
         }
-        let facts = file.records;
         Ok(Self {
             path: path.to_path_buf(),
-            facts: Mutex::new(facts),
+            facts: Mutex::new(file.records),
+            cut: Mutex::new(file.cut),
         })
     }
 
@@ -183,15 +185,8 @@ impl Memory {
             body.push_str(&serde_json::to_string(record).expect("a fact serialises"));
             body.push('\n');
         }
-        let append = || -> io::Result<()> {
-            let mut file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
-            file.write_all(body.as_bytes())?;
-            file.sync_data()
-        };
-        append().map_err(|source| MemoryError::Io {
+        let mut cut = self.cut.lock().expect("memory lock");
+        jsonl_file::append(&self.path, &body, &mut cut).map_err(|source| MemoryError::Io {
             path: self.path.clone(),
             source,
         })?;

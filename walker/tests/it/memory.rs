@@ -174,6 +174,16 @@ fn a_cut_off_last_line_is_ignored_a_broken_middle_line_is_an_error() {
     fs::write(&path, format!("{good}{{\"question\": \"q\", \"fa")).unwrap();
     let reopened = Memory::of_index(dir.path()).unwrap();
     assert_eq!(reopened.len(), 1);
+    // A fact remembered after the crash cuts the broken tail off instead of joining it, so
+    // the file still opens.
+    reopened
+        .remember(
+            "q2",
+            &[("Velmora lies on the river Tam.", d1)],
+            &FakeWordEmbedder,
+        )
+        .unwrap();
+    assert_eq!(Memory::of_index(dir.path()).unwrap().len(), 2);
 
     fs::write(&path, format!("not json\n{good}")).unwrap();
     let err = Memory::of_index(dir.path()).unwrap_err();
