@@ -73,14 +73,7 @@ impl ExamplesFile {
                 path: path.clone(),
                 source,
             })?;
-        for bad in &file.bad {
-            tracing::warn!(
-                "{} line {}: not an operation's examples ({}); passed over",
-                path.display(),
-                bad.line,
-                bad.error
-            );
-        }
+        file.pass_over_bad(&path, "an operation's examples");
         let cut = file.cut;
         // A later line for the same operation wins: it was written last.
         let by_hash = file

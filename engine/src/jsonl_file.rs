@@ -21,6 +21,21 @@ pub struct JsonLines<T> {
     pub cut: bool,
 }
 
+impl<T> JsonLines<T> {
+    /// Warns of each line of `path` that did not read as `what` ("a table of contents"),
+    /// for files whose bad lines are passed over: what they held is made again when asked.
+    pub fn pass_over_bad(&self, path: &Path, what: &str) {
+        for bad in &self.bad {
+            tracing::warn!(
+                "{} line {}: not {what} ({}); passed over",
+                path.display(),
+                bad.line,
+                bad.error
+            );
+        }
+    }
+}
+
 /// A line that did not read as a record.
 #[derive(Debug)]
 pub struct BadLine {

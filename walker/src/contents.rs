@@ -98,14 +98,7 @@ impl ContentsFile {
             path: path.clone(),
             source,
         })?;
-        for bad in &file.bad {
-            tracing::warn!(
-                "{} line {}: not a table of contents ({}); passed over",
-                path.display(),
-                bad.line,
-                bad.error
-            );
-        }
+        file.pass_over_bad(&path, "a table of contents");
         let docs = file.records;
         Ok(Self { path, docs })
     }

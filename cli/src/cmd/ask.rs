@@ -13,8 +13,7 @@ use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::passages::describe;
 use walkrag_walker::{
-    by_name, Answer, Control, CycleReport, Env, Event, Memory, Options, SearchParams, Steer,
-    Strategy, Trace,
+    by_name, Answer, Control, CycleReport, Event, Memory, Options, Steer, Strategy, Trace,
 };
 
 /// Ask a question of the indexed documents.
@@ -196,19 +195,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let model = super::load_chat_model(&args.model)?;
-    let env = Env {
-        index: &index,
-        embedder: &embedder,
-        model: model.as_ref(),
-        search: SearchParams {
-            ef_search: None,
-            exact: args.exact,
-        },
-    };
+    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     if args.interactive {
         control.pause_with(Box::new(ask_how_to_go_on));
     }
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     runtime.spawn(stop_on_ctrl_c(control));
     let answer = if args.json {
         let mut sink = |event: Event| {

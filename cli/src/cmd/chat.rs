@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let model = super::load_chat_model(&args.model)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     let mut messages = vec![Message::system(args.system.clone())];
     if let Some(prompt) = &args.prompt {
         messages.push(Message::user(prompt.clone()));
@@ -192,7 +192,7 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
         model: model.as_ref(),
         search: SearchParams::default(),
     };
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     let mut conversation = Conversation::new();
     let intro = format!(
         "carrying out requests with {} through {}",
@@ -256,7 +256,7 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
         model: model.as_ref(),
         search: SearchParams::default(),
     };
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     let documents = index.documents().len();
     let intro = format!(
         "answering questions about {documents} document{} with {name} and {}{}",

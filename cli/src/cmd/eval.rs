@@ -1,5 +1,6 @@
 //! `walkrag eval`: accuracy benchmarking of strategies over a question set.
 
+use std::future::Future;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{by_name, Env, Options, SearchParams, Strategy};
+use walkrag_walker::{by_name, Options, Strategy};
 
 /// Benchmark strategies on a question set: retrieval recall, answer EM/F1 and cost.
 ///
@@ -187,15 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
     let (index, embedder) = index_corpus(&index_dir, &args.corpus, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
-    let env = Env {
-        index: &index,
-        embedder: &embedder,
-        model: model.as_ref(),
-        search: SearchParams {
-            ef_search: None,
-            exact: args.exact,
-        },
-    };
+    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     let settings = Settings {
         dataset,
         command: command_line(),
@@ -204,8 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         traces: args.traces,
     };
     let progress = Progress::new("questions");
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let summary = runtime.block_on(runner::run(
+    let summary = progress.run_to_end(runner::run(
         env,
         &strategies,
         &questions,
@@ -213,9 +205,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &settings,
         args.restart,
         &progress,
-    ));
-    progress.clear();
-    let summary = summary?;
+    ))?;
     print_summary(&summary, &strategies, &args.out);
     Ok(ExitCode::SUCCESS)
 }
@@ -282,15 +272,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
     )?];
     let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
-    let env = Env {
-        index: &index,
-        embedder: &embedder,
-        model: model.as_ref(),
-        search: SearchParams {
-            ef_search: None,
-            exact: args.exact,
-        },
-    };
+    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     let settings = ActionSettings {
         dataset,
         command: command_line(),
@@ -307,8 +289,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         traces: args.traces,
     };
     let progress = Progress::new("requests");
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let summary = runtime.block_on(actions::run(
+    let summary = progress.run_to_end(actions::run(
         env,
         &catalog,
         &requests,
@@ -316,9 +297,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         &settings,
         args.restart,
         &progress,
-    ));
-    progress.clear();
-    let summary = summary?;
+    ))?;
     println!("{}: {} requests", summary.dataset, summary.requests);
     if let Some(s) = summary.strategies.get(actions::STRATEGY) {
         println!(
@@ -458,6 +437,17 @@ impl Progress {
         if let Some(bar) = self.bar.lock().expect("progress lock").take() {
             bar.finish_and_clear();
         }
+    }
+
+    /// Runs an eval that reports here to its end on a fresh runtime, then takes the bar
+    /// away, failed or not.
+    fn run_to_end<T, E>(&self, eval: impl Future<Output = Result<T, E>>) -> anyhow::Result<T>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let result = super::runtime().map(|runtime| runtime.block_on(eval));
+        self.clear();
+        Ok(result??)
     }
 }
 

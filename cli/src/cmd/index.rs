@@ -284,7 +284,7 @@ fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> 
         return Ok(());
     }
     let model = super::load_chat_model(model_spec)?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     let generator = Generator::default();
     for (n, id) in missing.iter().enumerate() {
         let doc = index
@@ -344,7 +344,7 @@ pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyh
             missing.len(),
             model.id()
         );
-        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        let runtime = super::runtime()?;
         let bar = super::progress_bar(missing.len() as u64, "operations");
         for action in missing {
             let examples = runtime

@@ -22,8 +22,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use serde::de::DeserializeOwned;
-use walkrag_core::ChatModel;
+use walkrag_core::{ChatModel, Embedder};
+use walkrag_engine::Index;
 use walkrag_models::ModelSpec;
+use walkrag_walker::{Env, SearchParams};
 
 /// Reads JSON Lines from `path` (stdin when `None`), failing on the first bad line with its
 /// number. Blank lines are skipped.
@@ -84,6 +86,31 @@ pub fn load_other_model(
             .with_context(|| format!("cannot load the {role} model {other}")),
         _ => Ok(None),
     }
+}
+
+/// What a strategy runs against in one command: `index`, searched with the `embedder` it was
+/// built with, and `model`; `exact` (`--exact`) scans every vector instead of walking the
+/// graph.
+pub fn env<'a>(
+    index: &'a Index,
+    embedder: &'a dyn Embedder,
+    model: &'a dyn ChatModel,
+    exact: bool,
+) -> Env<'a> {
+    Env {
+        index,
+        embedder,
+        model,
+        search: SearchParams {
+            ef_search: None,
+            exact,
+        },
+    }
+}
+
+/// A fresh async runtime for one command.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Runtime::new().context("cannot start the async runtime")
 }
 
 /// Loads a chat model from its spec (`local:NAME`, `local:PATH.gguf`, `openai:MODEL`).
