@@ -1,8 +1,9 @@
 //! What the `actions` strategy checks in a model's inputs before the executor sees them:
 //! inputs grouped the way the model imagined (`{"body": {...}}`), names near an input's
-//! (`id` for `noteId`), placeholders (`"<noteId>"`, `""`, `[]`), values the user never gave,
-//! and a value the user gave once copied into several inputs. A dropped value is never
-//! replaced: a required input dropped here is asked for.
+//! (`id` for `noteId`), fields a closed object does not take, placeholders (`"<noteId>"`,
+//! `""`, `[]`), values the user never gave (a name or code of theirs with characters added
+//! among them), and a value the user gave once copied into several inputs. A dropped value
+//! is never replaced: a required input dropped here is asked for.
 
 use serde_json::{Map, Value};
 
@@ -51,7 +52,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
     };
     let said = Words::of(said);
     let open = action.body.as_ref().is_some_and(|b| b.open && b.fields);
-    for (name, value) in given {
+    for (name, mut value) in given {
         let name = rename(action, &name, &out.params, &mut out.repairs);
         if value.is_null() {
             continue;
@@ -73,11 +74,33 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             ));
             continue;
         }
+        if let Some(input) = input {
+            drop_unknown_fields(&input.schema, &mut value, &name, &mut out.repairs);
+        }
         if is_placeholder(&value, &name) {
             out.repairs.push(format!(
                 "{name}: dropped {value}, a placeholder, not a value"
             ));
             continue;
+        }
+        // A name or code the user wrote, with characters added by the model.
+        if let (true, Some(_), Value::String(text)) = (grounded, input, &value) {
+            match said.code_within(text) {
+                Some(Code::Dressed(word)) if !documented(action, &name, &value, &said) => {
+                    out.repairs.push(format!(
+                        "{name}: kept {word:?} of {value}: the user wrote only that"
+                    ));
+                    out.params.insert(name, Value::String(word));
+                    continue;
+                }
+                Some(Code::Extended) if !documented(action, &name, &value, &said) => {
+                    out.repairs.push(format!(
+                        "{name}: dropped {value}: the user did not give it, only its start"
+                    ));
+                    continue;
+                }
+                _ => {}
+            }
         }
         let given = match (input, flag(&value)) {
             // An optional switch the user never named (`delete_posts: true`) is a guess; a
@@ -235,6 +258,32 @@ fn documented(action: &Action, name: &str, value: &Value, said: &Words) -> bool 
 /// Words between a documented number and what it stands for ("2 for like", "3 is bronze").
 const LINKS: [&str; 8] = ["for", "is", "means", "a", "an", "the", "to", "as"];
 
+/// Drops the fields of an object `value` (at `at`) that its `schema` does not list and does
+/// not allow (`additionalProperties: false`), nested objects too: made-up fields (a group's
+/// `members` where the API takes `usernames`) would only get the call refused, like an input
+/// the action does not have.
+fn drop_unknown_fields(schema: &Value, value: &mut Value, at: &str, repairs: &mut Vec<String>) {
+    let (Value::Object(fields), Some(Value::Object(properties))) =
+        (value, schema.get("properties"))
+    else {
+        return;
+    };
+    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+        fields.retain(|name, _| {
+            let known = properties.contains_key(name);
+            if !known {
+                repairs.push(format!("{at}.{name}: dropped, no such field"));
+            }
+            known
+        });
+    }
+    for (name, field) in fields.iter_mut() {
+        if let Some(schema) = properties.get(name) {
+            drop_unknown_fields(schema, field, &format!("{at}.{name}"), repairs);
+        }
+    }
+}
+
 /// Fields of groups (`body`, `path`, …) the action does not have as inputs, lifted to the top.
 fn flatten(
     action: &Action,
@@ -380,6 +429,19 @@ fn echoes_name(text: &str, name: &str) -> bool {
 pub(crate) struct Words {
     lower: String,
     words: Vec<String>,
+    /// The names and codes the user wrote, as written ([`is_code`]).
+    codes: Vec<String>,
+}
+
+/// What a model made of a name or code the user wrote ([`Words::code_within`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Code {
+    /// Written after words of the model's (`backup` + `forum-2025-03-14.tar.gz`, a URL
+    /// ending in an external id): the user's code dressed up; the user's own is kept.
+    Dressed(String),
+    /// Written with characters after it (`oliver_t2` from `oliver_t`, `hugo_r@mail.com`
+    /// from `hugo_r`): a new value built on the user's, which they never gave.
+    Extended,
 }
 
 impl Words {
@@ -387,7 +449,38 @@ impl Words {
         Self {
             lower: text.to_lowercase(),
             words: tokens(text),
+            codes: text
+                .split_whitespace()
+                .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+                .filter(|word| is_code(word))
+                .map(str::to_string)
+                .collect(),
         }
+    }
+
+    /// Where `value`, one word that the user did not write as it is, holds exactly one of
+    /// the names or codes they wrote (`forum-2025-03-14.tar.gz`, `kwame_o`) with characters
+    /// added: [`Code::Dressed`] where the additions come before it, [`Code::Extended`] where
+    /// any follow it. `None` otherwise: the loose reading of [`Words::grounds`] decides.
+    pub fn code_within(&self, value: &str) -> Option<Code> {
+        let value = value.trim();
+        let lower = value.to_lowercase();
+        if value.is_empty() || value.contains(char::is_whitespace) || self.lower.contains(&lower) {
+            return None;
+        }
+        let mut within = self
+            .codes
+            .iter()
+            .filter(|code| lower.contains(&code.to_lowercase()));
+        let code = within.next()?;
+        if within.any(|other| !other.eq_ignore_ascii_case(code)) {
+            return None;
+        }
+        Some(if lower.ends_with(&code.to_lowercase()) {
+            Code::Dressed(code.clone())
+        } else {
+            Code::Extended
+        })
     }
 
     /// Whether `value` was given: a string appears whole, or at least half its words do; a
@@ -446,11 +539,16 @@ impl Words {
         (!kept.is_empty()).then_some(Value::Object(kept))
     }
 
-    /// Whether a text value has a word of four letters or more in common with the user's.
+    /// Whether a text of several words (a reason, a message) has a word of four letters or
+    /// more in common with the user's: reworded, not made up. One word (an e-mail address, a
+    /// file name, a username) the user either wrote or did not.
     pub fn shares_a_word(&self, value: &Value) -> bool {
         let Value::String(text) = value else {
             return false;
         };
+        if !text.trim().contains(char::is_whitespace) {
+            return false;
+        }
         tokens(text)
             .iter()
             .any(|w| w.chars().count() >= 4 && self.has(w))
@@ -480,6 +578,17 @@ impl Words {
     fn has(&self, word: &str) -> bool {
         self.words.iter().any(|w| same_word(w, word))
     }
+}
+
+/// Whether a word the user wrote is a name or code that a value holds whole: five
+/// characters or more, a letter among them, and a digit or one of `_ . @ /` (not a hyphen
+/// alone: `self-hosting` is words, and a slug made of them is not a new value).
+fn is_code(word: &str) -> bool {
+    word.chars().count() >= 5
+        && word.chars().any(char::is_alphabetic)
+        && word
+            .chars()
+            .any(|c| c.is_ascii_digit() || matches!(c, '_' | '.' | '@' | '/'))
 }
 
 /// Lower-case alphanumeric words, a plural `s` dropped.
@@ -601,6 +710,47 @@ paths:
     }
 
     #[test]
+    fn a_code_dressed_up_is_the_users_and_one_built_on_is_not_given() {
+        let said = Words::of(
+            "Mail me backup forum-2025-03-14.tar.gz, rename oliver_t and write to hugo_r; \
+             the Self-Hosting category moved.",
+        );
+        let dressed = |code: &str| Some(Code::Dressed(code.into()));
+        assert_eq!(
+            said.code_within("backupForum-2025-03-14.tar.gz"),
+            dressed("forum-2025-03-14.tar.gz")
+        );
+        assert_eq!(
+            said.code_within("https://example.com/forum-2025-03-14.tar.gz"),
+            dressed("forum-2025-03-14.tar.gz")
+        );
+        assert_eq!(said.code_within("oliver_t2"), Some(Code::Extended));
+        assert_eq!(said.code_within("hugo_r@example.com"), Some(Code::Extended));
+        assert_eq!(said.code_within("OLIVER_T"), None, "as the user wrote it");
+        assert_eq!(said.code_within("oliver_t,hugo_r"), None, "two of them");
+        assert_eq!(
+            said.code_within("self-hosting-help"),
+            None,
+            "words, not a code"
+        );
+        assert_eq!(said.code_within("2025-03-15"), None);
+
+        let said = "Copy note draft_17 over";
+        let reviewed = review(&action(), &json!({"noteId": "notes/draft_17"}), said, true);
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"noteId": "draft_17"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [r#"noteId: kept "draft_17" of "notes/draft_17": the user wrote only that"#]
+        );
+        let reviewed = review(&action(), &json!({"noteId": "draft_17b"}), said, true);
+        assert!(reviewed.params.is_empty());
+        assert!(reviewed.reworded.is_empty(), "asked for, not written again");
+    }
+
+    #[test]
     fn short_verbs_ground_their_inflected_forms_only() {
         let said = Words::of("Pin topic 3021 and ban the spammer");
         assert!(said.grounds(&json!("pinned")));
@@ -659,6 +809,36 @@ paths:
             json!({"noteId": 4, "title": "Plans"})
         );
         assert_eq!(reviewed.repairs.len(), 3, "{:?}", reviewed.repairs);
+    }
+
+    #[test]
+    fn fields_a_closed_object_does_not_take_are_dropped() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/groups.json": {"post": {"operationId": "createGroup",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                  "type": "object", "required": ["group"], "additionalProperties": false,
+                  "properties": {"group": {"type": "object", "required": ["name"],
+                    "additionalProperties": false,
+                    "properties": {"name": {"type": "string"}, "usernames": {"type": "string"},
+                                   "flair": {"type": "object",
+                                     "properties": {"icon": {"type": "string"}}}}}}}}}}}}}}"#,
+        )
+        .unwrap();
+        let action = catalog.get("createGroup").unwrap();
+        let said = "Set up a group called event_hosts for the people who run our meetups, \
+                    flair icon calendar and color blue";
+        let params = json!({"group": {"name": "event_hosts",
+                                      "members": ["people who run our meetups"],
+                                      "flair": {"icon": "calendar", "color": "blue"}}});
+        let reviewed = review(action, &params, said, true);
+        // Only a closed object loses fields it does not list: `flair` takes any.
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"group": {"name": "event_hosts",
+                             "flair": {"icon": "calendar", "color": "blue"}}})
+        );
+        assert_eq!(reviewed.repairs, ["group.members: dropped, no such field"]);
     }
 
     #[test]

@@ -76,6 +76,45 @@ const SHORTLIST_RRF_K: f32 = 20.0;
 /// requests an operation on the list does fit.
 const NONE_MARGIN: f32 = 1.0;
 
+/// Whether `request` opens with a question for information ("What tags do we have?",
+/// "Which users are suspended?", "Do I have any new notifications?"): its first sentence ends
+/// in a question mark and starts with a question word. "Can you …?" and "Could you …?" are
+/// orders put politely, and are not such questions. In the 587 requests of
+/// `docs/data/actions/`, all 106 that open so ask for an operation that reads.
+fn opens_with_a_question(request: &str) -> bool {
+    let request = request.trim();
+    let end = request.char_indices().find(|&(at, c)| {
+        matches!(c, '.' | '?' | '!')
+            && request[at + c.len_utf8()..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
+    });
+    let Some((at, '?')) = end else {
+        return false;
+    };
+    let first = request[..at].to_lowercase();
+    let words: Vec<&str> = first
+        .split_whitespace()
+        .take(2)
+        .map(|word| {
+            word.split(|c: char| !c.is_alphabetic())
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    match words.as_slice() {
+        [word, ..] if QUESTION_WORDS.contains(word) => true,
+        ["how", word] => matches!(*word, "many" | "much" | "is" | "are"),
+        ["do", word] => matches!(*word, "i" | "we"),
+        ["is" | "are", "there"] => true,
+        _ => false,
+    }
+}
+
+/// Words that open a question for information on their own ([`opens_with_a_question`]).
+const QUESTION_WORDS: [&str; 7] = ["what", "which", "who", "whose", "where", "when", "does"];
+
 /// The request of the list reading's blank read ([`Actions::calibration`]): no request at
 /// all, so what the model gives each id there is its lean towards that id on that list
 /// (its place, its words), not what the request asks.
@@ -187,6 +226,10 @@ pub struct Actions {
     /// small model that writes a pick follows one shared word ("notifications" →
     /// `setNotificationLevel`); having to account for every word of the request does not, and
     /// it reaches operations the search ranks far down ("end every session" → `logOutUser`).
+    /// A request that opens with a question ("Which users are suspended?") is picked among
+    /// the listed operations that change nothing, where one is listed: replayed on the
+    /// recorded picks of 18 request sets this changes 4 of 360, each to the right operation
+    /// (`docs/results/actions-discourse/`, row 21).
     pub weigh: bool,
     /// Operations whose request reading is weighed per pick: 30 of the search's ranking.
     pub pool: usize,
@@ -947,7 +990,18 @@ impl Actions {
                 asked[shortlist[k]] + self.list_weight * listed[k] + judgment + nearness
             })
             .collect();
+        // A request that opens with a question ("Which users are suspended?") asks to read:
+        // the pick is among the listed operations that change nothing, where there is one.
+        let question = opens_with_a_question(request);
+        let reads: Vec<usize> = (0..n)
+            .filter(|&k| {
+                self.lookup(lines[shortlist[k]].0)
+                    .is_some_and(|(action, _)| !action.needs_confirmation())
+            })
+            .collect();
+        let held_to_reads = question && !reads.is_empty() && reads.len() < n;
         let best = (0..n)
+            .filter(|k| !held_to_reads || reads.contains(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
@@ -978,6 +1032,11 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
+            .chain(
+                held_to_reads.then(|| {
+                    "a question: picked among the operations that change nothing".to_string()
+                }),
+            )
             .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
@@ -2365,6 +2424,30 @@ mod tests {
         assert!(names("Which id, and which post ids?", "id"));
         assert!(names("Which post ids?", "post_ids[]"));
         assert!(!names("Which post?", "post_id"));
+    }
+
+    #[test]
+    fn questions_for_information_are_told_from_orders() {
+        for question in [
+            "What tags do we have? I want to tidy them.",
+            "Which users are currently suspended? Give me the list.",
+            "Who's in the moderators group?",
+            "How many topics use the tag v2.0?",
+            "Do I have any new notifications?",
+            "Is there a backup from last night?",
+        ] {
+            assert!(opens_with_a_question(question), "{question}");
+        }
+        for order in [
+            "Can you delete topic 7?",
+            "Could you lock post 41? It keeps getting edited.",
+            "Delete topic 7. What a mess it was?",
+            "What a mess. Delete topic 7.",
+            "Rename group 3 to helpers",
+            "",
+        ] {
+            assert!(!opens_with_a_question(order), "{order}");
+        }
     }
 
     #[test]

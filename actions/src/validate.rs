@@ -438,6 +438,15 @@ impl Checker {
         let Some(ty) = schema::main_type(schema) else {
             return true;
         };
+        // A list of one where one value goes (`"post_ids[]": ["884213"]`): that value.
+        if matches!(ty, "integer" | "number" | "boolean" | "string") {
+            if let Value::Array(items) = &*value {
+                if let [one] = items.as_slice() {
+                    let one = one.clone();
+                    self.coerce(at, value, one);
+                }
+            }
+        }
         match ty {
             "integer" => {
                 if value.is_i64() || value.is_u64() {

@@ -1018,6 +1018,30 @@ fn pick_step(answer: &Answer) -> ActionStep {
 }
 
 #[tokio::test]
+async fn a_request_that_opens_with_a_question_is_picked_among_the_reads() {
+    let server = Server::start().await;
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    // By the readings alone, the delete is the pick.
+    const READINGS: Readings = Readings {
+        asked: &[("deleteNote", -2.0), ("getNote", -6.0)],
+        listed: &[("deleteNote", -1.0), ("getNote", -3.0), ("none", -10.0)],
+        blank: &[],
+        judged: &[],
+    };
+    let request = "Which note is number 7? I may delete it later.";
+    let (answer, _) = weighed_pick(&actions, READINGS, request, "getNote", json!({})).await;
+    let text = pick_step(&answer).text.expect("the weights");
+    assert!(
+        text.ends_with("a question: picked among the operations that change nothing"),
+        "{text}"
+    );
+    // An order put as a question is not held to reads.
+    let request = "Can you delete note 7? It is a duplicate.";
+    let (answer, _) = weighed_pick(&actions, READINGS, request, "deleteNote", json!({})).await;
+    assert!(!pick_step(&answer).text.unwrap().contains("a question"));
+}
+
+#[tokio::test]
 async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     let server = Server::start().await;
     let index = notes_index();

@@ -181,6 +181,13 @@ fn obvious_coercions_are_made_and_recorded() {
         ]
     );
 
+    let prepared = list.prepare(&json!({ "limit": ["3"] })).unwrap();
+    assert_eq!(prepared.query, [("limit".to_string(), "3".to_string())]);
+    assert_eq!(
+        prepared.coerced,
+        ["limit: [\"3\"] read as \"3\"", "limit: \"3\" read as 3"]
+    );
+
     let create = action(&notes(), "createNote")
         .prepare(&json!({ "title": 42, "priority": "2", "tags": ["a"] }))
         .unwrap();
