@@ -228,7 +228,7 @@ pub struct Actions {
     /// it reaches operations the search ranks far down ("end every session" → `logOutUser`).
     /// A request that opens with a question ("Which users are suspended?") is picked among
     /// the listed operations that change nothing, where one is listed: replayed on the
-    /// recorded picks of 18 request sets this changes 4 of 360, each to the right operation
+    /// recorded picks of 13 request sets this changes 4 of 402, each to the right operation
     /// (`docs/results/actions-discourse/`, row 21).
     pub weigh: bool,
     /// Operations whose request reading is weighed per pick: 30 of the search's ranking.
