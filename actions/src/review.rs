@@ -85,21 +85,20 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         }
         // A name or code the user wrote, with characters added by the model.
         if let (true, Some(_), Value::String(text)) = (grounded, input, &value) {
-            match said.code_within(text) {
-                Some(Code::Dressed(word)) if !documented(action, &name, &value, &said) => {
-                    out.repairs.push(format!(
-                        "{name}: kept {word:?} of {value}: the user wrote only that"
-                    ));
-                    out.params.insert(name, Value::String(word));
-                    continue;
-                }
-                Some(Code::Extended) if !documented(action, &name, &value, &said) => {
-                    out.repairs.push(format!(
+            let code = said.code_within(text);
+            if let Some(code) = code.filter(|_| !documented(action, &name, &value, &said)) {
+                match code {
+                    Code::Dressed(word) => {
+                        out.repairs.push(format!(
+                            "{name}: kept {word:?} of {value}: the user wrote only that"
+                        ));
+                        out.params.insert(name, Value::String(word));
+                    }
+                    Code::Extended => out.repairs.push(format!(
                         "{name}: dropped {value}: the user did not give it, only its start"
-                    ));
-                    continue;
+                    )),
                 }
-                _ => {}
+                continue;
             }
         }
         let given = match (input, flag(&value)) {

@@ -992,14 +992,17 @@ impl Actions {
             .collect();
         // A request that opens with a question ("Which users are suspended?") asks to read:
         // the pick is among the listed operations that change nothing, where there is one.
-        let question = opens_with_a_question(request);
-        let reads: Vec<usize> = (0..n)
-            .filter(|&k| {
-                self.lookup(lines[shortlist[k]].0)
-                    .is_some_and(|(action, _)| !action.needs_confirmation())
-            })
-            .collect();
-        let held_to_reads = question && !reads.is_empty() && reads.len() < n;
+        let reads: Vec<usize> = if opens_with_a_question(request) {
+            (0..n)
+                .filter(|&k| {
+                    self.lookup(lines[shortlist[k]].0)
+                        .is_some_and(|(action, _)| !action.needs_confirmation())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let held_to_reads = !reads.is_empty() && reads.len() < n;
         let best = (0..n)
             .filter(|k| !held_to_reads || reads.contains(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))

@@ -62,10 +62,15 @@ pub enum MemoryError {
 #[derive(Debug)]
 pub struct Memory {
     path: PathBuf,
-    facts: Mutex<Vec<Remembered>>,
-    /// Whether the file ends in a line cut short, which the next append cuts off (taken
-    /// only while `facts` is held).
-    cut: Mutex<bool>,
+    file: Mutex<Kept>,
+}
+
+/// What the file holds, under one lock so that appends keep its order.
+#[derive(Debug)]
+struct Kept {
+    facts: Vec<Remembered>,
+    /// Whether the file ends in a line cut short, which the next append cuts off.
+    cut: bool,
 }
 
 impl Memory {
@@ -98,8 +103,10 @@ impl Memory {
         }
         Ok(Self {
             path: path.to_path_buf(),
-            facts: Mutex::new(file.records),
-            cut: Mutex::new(file.cut),
+            file: Mutex::new(Kept {
+                facts: file.records,
+                cut: file.cut,
+            }),
         })
     }
 
@@ -109,7 +116,7 @@ impl Memory {
 
     /// How many facts are remembered.
     pub fn len(&self) -> usize {
-        self.facts.lock().expect("memory lock").len()
+        self.file.lock().expect("memory lock").facts.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -127,8 +134,9 @@ impl Memory {
         n: usize,
         min_score: f32,
     ) -> Vec<Recalled> {
-        let facts = self.facts.lock().expect("memory lock");
-        let mut found: Vec<Recalled> = facts
+        let kept = self.file.lock().expect("memory lock");
+        let mut found: Vec<Recalled> = kept
+            .facts
             .iter()
             .filter(|f| f.embedder == embedder && index.row_of(f.chunk_id).is_some())
             .map(|f| Recalled {
@@ -150,9 +158,10 @@ impl Memory {
         facts: &[(&str, ChunkId)],
         embedder: &dyn Embedder,
     ) -> Result<usize, MemoryError> {
-        let mut known = self.facts.lock().expect("memory lock");
+        let mut kept = self.file.lock().expect("memory lock");
         // Facts already remembered, and those taken from `facts` so far, by chunk and text.
-        let mut seen: HashSet<(ChunkId, String)> = known
+        let mut seen: HashSet<(ChunkId, String)> = kept
+            .facts
             .iter()
             .map(|f| (f.chunk_id, normalise(&f.fact)))
             .collect();
@@ -185,13 +194,12 @@ impl Memory {
             body.push_str(&serde_json::to_string(record).expect("a fact serialises"));
             body.push('\n');
         }
-        let mut cut = self.cut.lock().expect("memory lock");
-        jsonl_file::append(&self.path, &body, &mut cut).map_err(|source| MemoryError::Io {
+        jsonl_file::append(&self.path, &body, &mut kept.cut).map_err(|source| MemoryError::Io {
             path: self.path.clone(),
             source,
         })?;
         let stored = records.len();
-        known.extend(records);
+        kept.facts.extend(records);
         Ok(stored)
     }
 }

@@ -13,7 +13,7 @@ use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{by_name, Answer, Env, Event, Options, Roam, SearchParams, Strategy};
+use walkrag_walker::{by_name, Answer, Event, Options, Roam, Strategy};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
 /// --prompt. Answers stream as they are generated.
@@ -186,12 +186,7 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
     let model = super::load_chat_model(&args.model)?;
     let confirm = super::actions::confirmation(&args.actions);
     let strategy = super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
-    let env = Env {
-        index: &index,
-        embedder: &embedder,
-        model: model.as_ref(),
-        search: SearchParams::default(),
-    };
+    let env = super::env(&index, &embedder, model.as_ref(), false);
     let runtime = super::runtime()?;
     let mut conversation = Conversation::new();
     let intro = format!(
@@ -250,12 +245,7 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
-    let env = Env {
-        index: &index,
-        embedder: &embedder,
-        model: model.as_ref(),
-        search: SearchParams::default(),
-    };
+    let env = super::env(&index, &embedder, model.as_ref(), false);
     let runtime = super::runtime()?;
     let documents = index.documents().len();
     let intro = format!(
