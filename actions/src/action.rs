@@ -217,10 +217,13 @@ impl Input {
     /// API key, token, secret or password (or an API user name) sent as a header, query
     /// parameter or cookie. Such inputs belong to the user's configuration, never to the
     /// model: the `actions` strategy hides them, and the executor sends the configured
-    /// credential of the same name in their place. Body fields are never credentials here
-    /// (a new user's password is what the request is about).
+    /// credential of the same name in their place. Body fields and path parameters are never
+    /// credentials here: they are what the request is about (a new user's password, the
+    /// password-reset token in `/users/password-reset/{token}`), and a path cannot be built
+    /// without its value.
     pub fn is_credential(&self) -> bool {
-        self.location != Location::Body && is_credential_name(&self.wire_name)
+        !matches!(self.location, Location::Body | Location::Path)
+            && is_credential_name(&self.wire_name)
     }
 }
 

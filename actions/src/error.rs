@@ -51,6 +51,11 @@ pub enum ConfigError {
         "credential header {0}: expected `Name: value` with a token name and a one-line value"
     )]
     BadHeader(String),
+    /// A credential input that is not `NAME=VALUE`. The value is never quoted.
+    #[error(
+        "credential input {0}: expected `NAME=VALUE` with the input's name and a one-line value"
+    )]
+    BadCredential(String),
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(String),

@@ -2,7 +2,7 @@
 //! confirmation; credentials are added only here, at send time, after the preview was made;
 //! every response or failure comes back as an `Outcome` the model can read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,9 +10,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::action::{Action, Encoding, Method, SecurityScheme};
+use crate::action::{
+    Action, Encoding, KeyLocation, Location, Method, SecurityRequirement, SecurityScheme,
+};
 use crate::error::ConfigError;
-use crate::secret::{scheme_env_var, Credentials};
+use crate::secret::{scheme_env_var, Attached, Credentials};
 use crate::spec::Catalog;
 use crate::validate::{encode_pairs, Invalid, Prepared};
 
@@ -344,6 +346,9 @@ pub struct Executor {
     base_url: String,
     config: ExecutorConfig,
     schemes: BTreeMap<String, SecurityScheme>,
+    /// Per operation, its credential inputs ([`crate::Input::is_credential`]), where they go
+    /// and whether they are required: filled from the configured credentials at send time.
+    credential_inputs: HashMap<String, Vec<(String, KeyLocation, bool)>>,
 }
 
 impl fmt::Debug for Executor {
@@ -352,6 +357,7 @@ impl fmt::Debug for Executor {
             .field("base_url", &self.base_url)
             .field("config", &self.config)
             .field("schemes", &self.schemes)
+            .field("credential_inputs", &self.credential_inputs)
             .finish()
     }
 }
@@ -388,6 +394,26 @@ impl Executor {
             base_url,
             config,
             schemes: catalog.security_schemes.clone(),
+            credential_inputs: catalog
+                .actions
+                .iter()
+                .map(|action| {
+                    let inputs = action
+                        .credential_inputs()
+                        .filter_map(|input| {
+                            let location = match input.location {
+                                Location::Header => KeyLocation::Header,
+                                Location::Query => KeyLocation::Query,
+                                Location::Cookie => KeyLocation::Cookie,
+                                Location::Path | Location::Body => return None,
+                            };
+                            Some((input.wire_name.clone(), location, input.required))
+                        })
+                        .collect::<Vec<_>>();
+                    (action.operation_id.clone(), inputs)
+                })
+                .filter(|(_, inputs)| !inputs.is_empty())
+                .collect(),
         })
     }
 
@@ -410,12 +436,49 @@ impl Executor {
         }
     }
 
+    /// What the configured credentials add to a request for `operation_id` with these
+    /// security alternatives.
+    fn attach_to(&self, operation_id: &str, security: &[SecurityRequirement]) -> Attached {
+        let inputs: Vec<(String, KeyLocation)> = self
+            .credential_inputs
+            .get(operation_id)
+            .into_iter()
+            .flatten()
+            .map(|(name, location, _)| (name.clone(), *location))
+            .collect();
+        self.config
+            .credentials
+            .attach(security, &self.schemes, &inputs)
+    }
+
+    fn attach(&self, prepared: &Prepared) -> Attached {
+        self.attach_to(&prepared.operation_id, &prepared.security)
+    }
+
+    /// The required credential inputs of `action` sent in the query (a download link's
+    /// `token`, an `api_key`) that no configured credential fills: the request cannot be
+    /// made without them, and the model may not supply them, so the user has to configure
+    /// them. Credentials sent in headers and cookies are the API's sign-in, configured once
+    /// (`--header`, a security scheme): a request goes without them and the server's answer
+    /// says so.
+    pub fn unset_credentials(&self, action: &Action) -> Vec<String> {
+        let attached = self.attach_to(&action.operation_id, &action.security);
+        self.credential_inputs
+            .get(&action.operation_id)
+            .into_iter()
+            .flatten()
+            .filter(|(name, location, required)| {
+                *required
+                    && *location == KeyLocation::Query
+                    && !attached.query.iter().any(|(sent, _)| sent == name)
+            })
+            .map(|(name, _, _)| name.clone())
+            .collect()
+    }
+
     /// The request `prepared` would send, without credentials.
     pub fn preview(&self, prepared: &Prepared) -> RequestPreview {
-        let attached = self
-            .config
-            .credentials
-            .attach(&prepared.security, &self.schemes);
+        let attached = self.attach(prepared);
         // What goes out besides the credentials (inputs they replace are not sent).
         let query = without(&prepared.query, &attached.query, str::eq);
         let mut headers = without(
@@ -443,7 +506,7 @@ impl Executor {
             .header_names()
             .map(|name| format!("header {name}"))
             .collect();
-        credentials.extend(attached.used.iter().map(|s| format!("scheme {s}")));
+        credentials.extend(attached.used.iter().cloned());
         RequestPreview {
             operation_id: prepared.operation_id.clone(),
             method: prepared.method,
@@ -494,7 +557,7 @@ impl Executor {
         }
         audit(true);
         let credentials = &self.config.credentials;
-        let attached = credentials.attach(&prepared.security, &self.schemes);
+        let attached = self.attach(prepared);
         let mut notes = prepared.coerced.clone();
         if !attached.missing.is_empty() {
             let hints: Vec<String> = attached

@@ -56,13 +56,15 @@ pub fn scheme_env_var(scheme: &str) -> String {
     format!("{ENV_PREFIX}{name}")
 }
 
-/// What the executor adds to requests: headers sent with every request, and a credential per
-/// security scheme, used when an operation's security names that scheme. Debug shows names
-/// only.
+/// What the executor adds to requests: headers sent with every request, a credential per
+/// security scheme, used when an operation's security names that scheme, and values for
+/// credential inputs by name ([`crate::Input::is_credential`]: a query `token`, an `api_key`),
+/// sent where an operation takes an input of that name. Debug shows names only.
 #[derive(Clone, Default)]
 pub struct Credentials {
     headers: Vec<(String, Secret)>,
     schemes: BTreeMap<String, Secret>,
+    inputs: Vec<(String, Secret)>,
 }
 
 impl Credentials {
@@ -94,6 +96,43 @@ impl Credentials {
             return Err(ConfigError::BadHeader("(a line without `Name:`)".into()));
         };
         self.with_header(name, Secret::new(value.trim()))
+    }
+
+    /// Sets the value of every credential input named `name` (compared without regard to
+    /// case), e.g. the `token` a download link needs in its query. The value must be one line.
+    pub fn with_input(mut self, name: &str, value: Secret) -> Result<Self, ConfigError> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ConfigError::BadCredential(
+                "(a name that is empty or holds spaces)".into(),
+            ));
+        }
+        if value.expose().chars().any(|c| c.is_control()) {
+            return Err(ConfigError::BadCredential(format!(
+                "{name} (its value has a line break or control character)"
+            )));
+        }
+        self.inputs
+            .retain(|(mine, _)| !mine.eq_ignore_ascii_case(name));
+        self.inputs.push((name.to_string(), value));
+        Ok(self)
+    }
+
+    /// Adds a credential input from `NAME=VALUE`, e.g. `token=…`.
+    pub fn with_input_pair(self, pair: &str) -> Result<Self, ConfigError> {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(ConfigError::BadCredential("(no `=` in it)".into()));
+        };
+        self.with_input(name, Secret::new(value))
+    }
+
+    /// Whether a value is configured for the credential input `name`: as an input, or as a
+    /// header of that name.
+    pub fn provides(&self, name: &str) -> bool {
+        self.inputs
+            .iter()
+            .chain(&self.headers)
+            .any(|(mine, _)| mine.eq_ignore_ascii_case(name))
     }
 
     /// Sets the credential for a security scheme of the catalogue: the key for `apiKey`, the
@@ -128,6 +167,11 @@ impl Credentials {
             self.headers.push((name, value));
         }
         self.schemes.extend(other.schemes);
+        for (name, value) in other.inputs {
+            self.inputs
+                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
+            self.inputs.push((name, value));
+        }
         self
     }
 
@@ -142,15 +186,17 @@ impl Credentials {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty() && self.schemes.is_empty()
+        self.headers.is_empty() && self.schemes.is_empty() && self.inputs.is_empty()
     }
 
-    /// What to add to a request with these security alternatives: the first alternative whose
-    /// every scheme has a credential, plus the configured headers.
+    /// What to add to a request with these security alternatives and credential `inputs`
+    /// (name and place): the first alternative whose every scheme has a credential, the
+    /// configured values of those inputs, and the configured headers.
     pub(crate) fn attach(
         &self,
         security: &[SecurityRequirement],
         schemes: &BTreeMap<String, SecurityScheme>,
+        inputs: &[(String, KeyLocation)],
     ) -> Attached {
         let mut attached = Attached::default();
         let usable = |name: &String| {
@@ -166,7 +212,7 @@ impl Credentials {
             Some(alternative) => {
                 for name in alternative.keys() {
                     let secret = self.schemes[name].expose();
-                    attached.used.push(name.clone());
+                    attached.used.push(format!("scheme {name}"));
                     match &schemes[name] {
                         SecurityScheme::ApiKey { name, location } => {
                             let slot = match location {
@@ -199,6 +245,22 @@ impl Credentials {
             }
             None => {}
         }
+        for (name, location) in inputs {
+            let Some((_, secret)) = self
+                .inputs
+                .iter()
+                .find(|(mine, _)| mine.eq_ignore_ascii_case(name))
+            else {
+                continue;
+            };
+            let slot = match location {
+                KeyLocation::Header => &mut attached.headers,
+                KeyLocation::Query => &mut attached.query,
+                KeyLocation::Cookie => &mut attached.cookies,
+            };
+            slot.push((name.clone(), secret.expose().to_string()));
+            attached.used.push(format!("input {name}"));
+        }
         for (name, value) in &self.headers {
             attached
                 .headers
@@ -218,6 +280,7 @@ impl Credentials {
         let values = self
             .headers
             .iter()
+            .chain(&self.inputs)
             .map(|(_, v)| v)
             .chain(self.schemes.values());
         for secret in values {
@@ -255,6 +318,14 @@ impl fmt::Debug for Credentials {
                     .collect::<Vec<_>>(),
             )
             .field("schemes", &self.schemes)
+            .field(
+                "inputs",
+                &self
+                    .inputs
+                    .iter()
+                    .map(|(name, value)| (name, value))
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -265,7 +336,7 @@ pub(crate) struct Attached {
     pub headers: Vec<(String, String)>,
     pub query: Vec<(String, String)>,
     pub cookies: Vec<(String, String)>,
-    /// The schemes used.
+    /// What was used: `scheme NAME` and `input NAME`.
     pub used: Vec<String>,
     /// The schemes of the operation's first security alternative, when none could be
     /// satisfied and no header was configured either.

@@ -175,20 +175,14 @@ impl Api {
         }
     }
 
-    /// The credential inputs of `operation` that no configured header provides.
+    /// The credential inputs of `operation` that no configured header or input provides.
     fn unprovided(&self, operation: &str) -> Vec<String> {
-        let configured: Vec<String> = self
-            .executor
-            .config()
-            .credentials
-            .header_names()
-            .map(str::to_lowercase)
-            .collect();
+        let configured = &self.executor.config().credentials;
         self.credentials
             .get(operation)
             .into_iter()
             .flatten()
-            .filter(|name| !configured.contains(&name.to_lowercase()))
+            .filter(|name| !configured.provides(name))
             .cloned()
             .collect()
     }
@@ -1204,7 +1198,35 @@ impl Actions {
         step.repairs = reviewed.repairs.clone();
         let checked = Value::Object(reviewed.params.clone());
         step.checked_params = Some(checked.clone());
+        // Required credentials the query needs and nobody configured: the user is asked to
+        // configure them, with any input the call lacks.
+        let unset = executor.unset_credentials(action);
+        let asking = |missing: Vec<String>, mut step: ActionStep| {
+            let question = match (missing.is_empty(), unset.is_empty()) {
+                (_, true) => missing_question(action, &missing),
+                (true, false) => credential_question(action, &unset),
+                (false, false) => format!(
+                    "{} {}",
+                    missing_question(action, &missing),
+                    credential_question(action, &unset)
+                ),
+            };
+            let asked: Vec<String> = missing.iter().chain(&unset).cloned().collect();
+            step.outcome = "missing".into();
+            step.text = Some(question.clone());
+            step.result = format!(
+                "Missing required inputs: {}. Nothing was sent; the user was asked: {question}",
+                asked.join(", ")
+            );
+            step.asked = asked;
+            Executed {
+                end: Some(End::Ask(question)),
+                checked: checked.clone(),
+                ..Executed::new(step)
+            }
+        };
         let prepared = match action.prepare(&checked) {
+            Ok(_) if !unset.is_empty() => return asking(Vec::new(), step),
             Ok(prepared) => prepared,
             // A required value the model reworded (the user's words in it, but not enough):
             // once per request it may write it again in the user's words.
@@ -1232,21 +1254,7 @@ impl Actions {
                     ..Executed::invalid(step)
                 };
             }
-            Err(Invalid::Missing(missing)) => {
-                let question = missing_question(action, &missing);
-                step.outcome = "missing".into();
-                step.asked = missing.clone();
-                step.text = Some(question.clone());
-                step.result = format!(
-                    "Missing required inputs: {}. Nothing was sent; the user was asked: {question}",
-                    missing.join(", ")
-                );
-                return Executed {
-                    end: Some(End::Ask(question)),
-                    checked,
-                    ..Executed::new(step)
-                };
-            }
+            Err(Invalid::Missing(missing)) => return asking(missing, step),
             Err(invalid) => {
                 step.outcome = "invalid".into();
                 step.result = with_repairs(&invalid.to_string(), &reviewed.repairs);
@@ -1284,7 +1292,8 @@ impl Actions {
         let unprovided = self.unprovided(operation_id);
         if outcome.sent() && !unprovided.is_empty() {
             notes.push(format!(
-                "sent without {}: credentials the user configures (--header), never the model",
+                "sent without {}: credentials the user configures (--header, --credential), \
+                 never the model",
                 unprovided.join(", ")
             ));
         }
@@ -1841,15 +1850,7 @@ fn tool_defs(available: &[String]) -> Vec<ToolDef> {
 /// What asking for `missing` inputs of `action` says to the user: each by name, with what
 /// it means.
 pub fn missing_question(action: &Action, missing: &[String]) -> String {
-    let what = match &action.summary {
-        Some(summary) if !summary.trim().is_empty() => {
-            let summary = summary.trim().trim_end_matches('.');
-            let mut chars = summary.chars();
-            let first = chars.next().map(|c| c.to_lowercase().collect::<String>());
-            format!("{}{}", first.unwrap_or_default(), chars.as_str())
-        }
-        _ => format!("call {}", action.operation_id),
-    };
+    let what = doing(action);
     let parts: Vec<String> = missing
         .iter()
         .map(|name| {
@@ -1871,12 +1872,52 @@ pub fn missing_question(action: &Action, missing: &[String]) -> String {
             }
         })
         .collect();
-    let list = match parts.len() {
-        0 | 1 => parts.join(""),
-        n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
-    };
+    let list = and_list(&parts);
     let which = if parts.len() == 1 { "it" } else { "they" };
     format!("To {what} I need {list}. What should {which} be?")
+}
+
+/// The question for required credential inputs that no configured credential fills
+/// ([`crate::Executor::unset_credentials`]): the user configures them, since a credential is
+/// never taken from the conversation.
+pub fn credential_question(action: &Action, unset: &[String]) -> String {
+    let flags: Vec<String> = unset
+        .iter()
+        .map(|name| format!("--credential {name}=VALUE"))
+        .collect();
+    let (what, them) = if unset.len() == 1 {
+        ("a credential", "it")
+    } else {
+        ("credentials", "them")
+    };
+    format!(
+        "To {} I need {}, {what} never taken from the conversation: configure {them} \
+         (walkrag {}), then ask again.",
+        doing(action),
+        and_list(unset),
+        and_list(&flags)
+    )
+}
+
+/// What `action` does, to follow "To": its summary from a small letter, else "call ID".
+fn doing(action: &Action) -> String {
+    match &action.summary {
+        Some(summary) if !summary.trim().is_empty() => {
+            let summary = summary.trim().trim_end_matches('.');
+            let mut chars = summary.chars();
+            let first = chars.next().map(|c| c.to_lowercase().collect::<String>());
+            format!("{}{}", first.unwrap_or_default(), chars.as_str())
+        }
+        _ => format!("call {}", action.operation_id),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(parts: &[String]) -> String {
+    match parts.len() {
+        0 | 1 => parts.join(""),
+        n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+    }
 }
 
 /// The answer when the model never replied: what was carried out, if anything.
@@ -2470,6 +2511,11 @@ mod tests {
         assert_eq!(
             missing_question(action, &["id".into(), "name".into()]),
             "To add a thing I need id (The box's id) and name. What should they be?"
+        );
+        assert_eq!(
+            credential_question(action, &["token".into()]),
+            "To add a thing I need token, a credential never taken from the conversation: \
+             configure it (walkrag --credential token=VALUE), then ask again."
         );
     }
 }

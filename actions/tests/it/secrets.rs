@@ -339,14 +339,17 @@ fn secrets_print_as_stars() {
     let credentials = Credentials::new()
         .with_header("X-Token", secret.clone())
         .unwrap()
-        .with_scheme("bearerAuth", secret.clone());
+        .with_scheme("bearerAuth", secret.clone())
+        .with_input("token", secret.clone())
+        .unwrap();
 
     assert_eq!(format!("{secret} {secret:?}"), "*** ***");
     let debug = format!("{credentials:?}");
     assert_eq!(
         debug,
-        r#"Credentials { headers: [("X-Token", ***)], schemes: {"bearerAuth": ***} }"#
+        r#"Credentials { headers: [("X-Token", ***)], schemes: {"bearerAuth": ***}, inputs: [("token", ***)] }"#
     );
+    assert_eq!(credentials.redact(&format!("?token={TOKEN}")), "?token=***");
     assert_eq!(secret.expose(), TOKEN);
 }
 
@@ -361,4 +364,23 @@ fn a_bad_header_line_is_refused_without_quoting_it() {
         let text = format!("{error} {error:?}");
         assert!(!text.contains(TOKEN), "{text}");
     }
+}
+
+#[test]
+fn a_bad_credential_input_is_refused_without_quoting_it() {
+    for pair in [
+        TOKEN.to_string(),
+        format!("={TOKEN}"),
+        format!("two words={TOKEN}"),
+        format!("token={TOKEN}\nmore"),
+    ] {
+        let error = Credentials::new().with_input_pair(&pair).unwrap_err();
+        let text = format!("{error} {error:?}");
+        assert!(!text.contains(TOKEN), "{text}");
+    }
+    let credentials = Credentials::new()
+        .with_input_pair(&format!("Token={TOKEN}"))
+        .unwrap();
+    assert!(credentials.provides("token"), "names compare without case");
+    assert!(!credentials.provides("api_key"));
 }

@@ -735,6 +735,116 @@ async fn inputs_that_carry_credentials_are_never_the_models() {
     assert_eq!(step.checked_params, Some(json!({"limit": 2})), "{step:?}");
 }
 
+/// The notes spec changed by `change`, the strategy on it (guess and nearness off, as in
+/// [`strategy`]) and an index of its records.
+fn changed_notes(
+    server: &Server,
+    change: impl Fn(String) -> String,
+    credentials: Credentials,
+) -> (Actions, TestIndex) {
+    let catalog = Catalog::parse(&change(crate::notes_yaml())).unwrap();
+    let config = ExecutorConfig {
+        base_url: Some(server.base_url.clone()),
+        credentials,
+        ..ExecutorConfig::default()
+    };
+    let executor = walkrag_actions::Executor::new(&catalog, config).unwrap();
+    let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
+    let mut actions = Actions::new(catalog, executor, Arc::new(AlwaysYes));
+    actions.guess = false;
+    actions.nearness_weight = 0.0;
+    (actions, index)
+}
+
+#[tokio::test]
+async fn a_token_in_the_path_is_what_the_request_is_about_and_is_asked_for_when_missing() {
+    let server = Server::start().await;
+    // A path parameter named like a credential: the invite's own token.
+    let accept = "  /invites/{token}/accept:\n    put:\n      operationId: acceptInvite\n      \
+                  summary: Accept an invite\n      parameters:\n        - name: token\n          \
+                  in: path\n          required: true\n          schema:\n            type: \
+                  string\n      responses:\n        \"200\":\n          description: Accepted.\n";
+    let (actions, index) = changed_notes(
+        &server,
+        |yaml| yaml.replace("  /health:\n", &format!("{accept}  /health:\n")),
+        Credentials::new(),
+    );
+    let seen = actions.apis()[0].catalog.get("acceptInvite").unwrap();
+    assert!(seen.input("token").is_some(), "the model sees it");
+
+    let model = ScriptedChatModel::new(vec![
+        pick("acceptInvite"),
+        call("acceptInvite", json!({"token": "inv-7f3a9c"})),
+        respond("Accepted."),
+    ]);
+    let (answer, _) = run(&actions, &index, &model, "Accept the invite inv-7f3a9c").await;
+    assert!(executed(&answer)[0].asked.is_empty());
+    assert_eq!(server.only_request().path, "/v1/invites/inv-7f3a9c/accept");
+
+    // Not given: asked for by name, and no request with a hole in its path.
+    let model = ScriptedChatModel::new(vec![pick("acceptInvite"), call("acceptInvite", json!({}))]);
+    let (answer, _) = run(&actions, &index, &model, "Accept my invite").await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    assert_eq!(executed(&answer)[0].asked, ["token"]);
+    assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
+async fn a_credential_the_query_needs_is_asked_for_until_configured_then_sent_unseen() {
+    const SECRET: &str = "dl-walkrag-QUERY-SECRET-8812";
+    let server = Server::start().await;
+    let with_token = |yaml: String| {
+        yaml.replace(
+            "      summary: Export every note as text\n",
+            "      summary: Export every note as text\n      parameters:\n        - name: \
+             token\n          in: query\n          required: true\n          schema:\n            \
+             type: string\n",
+        )
+    };
+    let (actions, index) = changed_notes(&server, with_token, Credentials::new());
+    let seen = actions.apis()[0].catalog.get("exportNotes").unwrap();
+    assert!(seen.input("token").is_none(), "the model never sees it");
+    let model = ScriptedChatModel::new(vec![
+        pick("exportNotes"),
+        call("exportNotes", json!({"token": "made-up"})),
+    ]);
+    let (answer, _) = run(&actions, &index, &model, "Export my notes").await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    let step = &executed(&answer)[0];
+    assert_eq!(step.asked, ["token"]);
+    assert!(
+        step.text
+            .as_deref()
+            .unwrap()
+            .contains("--credential token=VALUE"),
+        "{step:?}"
+    );
+    assert_eq!(server.count(), 0, "nothing is sent without it");
+
+    let credentials = Credentials::new()
+        .with_input_pair(&format!("token={SECRET}"))
+        .unwrap();
+    let (actions, index) = changed_notes(&server, with_token, credentials);
+    let model = ScriptedChatModel::new(vec![
+        pick("exportNotes"),
+        call("exportNotes", json!({})),
+        respond("Exported."),
+    ]);
+    let (answer, events) = run(&actions, &index, &model, "Export my notes").await;
+    assert!(answer.found);
+    assert_eq!(server.only_request().query, format!("token={SECRET}"));
+    let mut places = prompts(&model);
+    places.push(serde_json::to_string(&answer).unwrap());
+    places.extend(events.iter().map(|e| serde_json::to_string(e).unwrap()));
+    places.push(format!("{:?}", actions.apis()[0].executor));
+    for place in &places {
+        assert!(
+            !place.contains("QUERY-SECRET"),
+            "the credential leaked: {place}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
     let server = Server::start().await;

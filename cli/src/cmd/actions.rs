@@ -26,6 +26,13 @@ pub struct ActionFlags {
     /// Per-scheme credentials also come from WALKRAG_AUTH_<SCHEME> variables.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+    /// actions: the value of a credential input, e.g. --credential "token=$DOWNLOAD_TOKEN"
+    /// (repeatable): an input in a query, header or cookie named like a key, token, secret or
+    /// password, which the model never sees or fills. Sent wherever an operation takes an
+    /// input of that name; never shown to the model, a trace or a log. Without it, a request
+    /// that needs one in its query asks for it.
+    #[arg(long = "credential", value_name = "NAME=VALUE")]
+    pub credentials: Vec<String>,
     /// actions: send requests that change something without asking.
     #[arg(long)]
     pub yes: bool,
@@ -108,17 +115,20 @@ pub fn read_indexed_catalog(dir: &Path, path: &Path) -> anyhow::Result<Catalog> 
 }
 
 /// The executor for one spec: base URL from the flags or the spec, credentials from the
-/// environment (per security scheme) and the flags' headers.
+/// environment (per security scheme) and the flags' headers and credential inputs.
 pub fn executor(
     catalog: &Catalog,
     flags: &ActionFlags,
     config: ExecutorConfig,
 ) -> anyhow::Result<Executor> {
-    let mut headers = Credentials::new();
+    let mut given = Credentials::new();
     for line in &flags.headers {
-        headers = headers.with_header_line(line)?;
+        given = given.with_header_line(line)?;
     }
-    let credentials = Credentials::from_env(catalog).merge(headers);
+    for pair in &flags.credentials {
+        given = given.with_input_pair(pair)?;
+    }
+    let credentials = Credentials::from_env(catalog).merge(given);
     let config = ExecutorConfig {
         base_url: flags.base_url.clone(),
         credentials,

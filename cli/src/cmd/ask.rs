@@ -36,8 +36,9 @@ use walkrag_walker::{
 ///           Missing required inputs are asked for by name, never made up; anything but
 ///           GET/HEAD/OPTIONS is shown (method, URL, body) and sent only once confirmed
 ///           on the terminal (--yes confirms all; without a terminal, changes are
-///           refused); --dry-run sends nothing. Credentials come from --header and
-///           WALKRAG_AUTH_<SCHEME> variables and never reach the model.
+///           refused); --dry-run sends nothing. Credentials come from --header,
+///           --credential NAME=VALUE and WALKRAG_AUTH_<SCHEME> variables and never reach
+///           the model.
 ///   toc     the model reads the table of contents (every heading with its section id) and
 ///           picks up to 5 sections, most useful first; their text, in that order and
 ///           within 1,000 tokens, is what it answers from. A greeting or thanks is
