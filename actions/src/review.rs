@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use walkrag_walker::jsonl::squash;
 
-use crate::action::{is_credential_name, words, Action};
+use crate::action::{is_credential_name, words, Action, Input};
 
 /// Keys a model groups inputs under (`{"path": {...}, "body": {...}}`); their fields are
 /// read as inputs when the action has no input of that name.
@@ -120,6 +120,19 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
                 out.params.insert(name, kept);
                 continue;
             }
+            // A value of the input's enum the user did not write, where they wrote exactly one
+            // other ("a new profile background" for `custom_emoji`): the model chose among
+            // the values, and the user had said which.
+            let written = input
+                .filter(|_| value.is_string())
+                .and_then(|input| written_enum_value(input, &said));
+            if let Some(written) = written {
+                out.repairs.push(format!(
+                    "{name}: {value} read as {written}, the one value the user wrote"
+                ));
+                out.params.insert(name, written);
+                continue;
+            }
             out.repairs
                 .push(format!("{name}: dropped {value}: the user did not give it"));
             if said.shares_a_word(&value) {
@@ -133,6 +146,19 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         one_input_per_value(action, &said, &mut out);
     }
     out
+}
+
+/// The one value of `input`'s enum whose every word the user wrote (`profile_background` in
+/// "a new profile background"); `None` where they wrote none or several.
+fn written_enum_value(input: &Input, said: &Words) -> Option<Value> {
+    let mut written = input.enum_values.iter().filter(|value| {
+        value.as_str().is_some_and(|text| {
+            let words = tokens(text);
+            !words.is_empty() && words.iter().all(|word| said.has(word))
+        })
+    });
+    let one = written.next()?;
+    written.next().is_none().then(|| one.clone())
 }
 
 /// A value the user wrote once and the model put into several inputs (`"Help Desk"` as a
@@ -424,6 +450,30 @@ fn echoes_name(text: &str, name: &str) -> bool {
         && mine.iter().any(is_filler)
 }
 
+/// The optional inputs of `action` that names in `missing` (as the validator reports them:
+/// `category_localizations[0].locale`) lie inside, where the user never named the input
+/// (every word of its name) in `said`. A model fills optional objects and lists the request
+/// is not about; asking the user for their parts would ask about something they never
+/// raised. Missing names at the top level, or inside a required input or one the user named,
+/// are left to be asked for.
+pub(crate) fn unmentioned_parents(action: &Action, missing: &[String], said: &str) -> Vec<String> {
+    let said = Words::of(said);
+    let mut parents: Vec<String> = Vec::new();
+    for name in missing {
+        let Some(at) = name.find(['.', '[']) else {
+            continue;
+        };
+        let parent = &name[..at];
+        let unmentioned = action.input(parent).is_some_and(|input| {
+            !input.required && !identifier_tokens(parent).iter().all(|w| said.has(w))
+        });
+        if unmentioned && !parents.iter().any(|p| p == parent) {
+            parents.push(parent.to_string());
+        }
+    }
+    parents
+}
+
 /// The words of a text, for telling whether a value was given in it.
 pub(crate) struct Words {
     lower: String,
@@ -709,6 +759,34 @@ paths:
     }
 
     #[test]
+    fn an_enum_value_the_user_did_not_write_becomes_the_one_they_did() {
+        let reviewed = review(
+            &action(),
+            &json!({"noteId": "17", "status": "draft"}),
+            "Note 17 is done: mark it published",
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"noteId": "17", "status": "published"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [r#"status: "draft" read as "published", the one value the user wrote"#]
+        );
+        // Two written, or none: the model's value goes, nothing is chosen for it.
+        for said in ["Is note 17 published or archived?", "Tidy up note 17"] {
+            let reviewed = review(
+                &action(),
+                &json!({"noteId": "17", "status": "draft"}),
+                said,
+                true,
+            );
+            assert_eq!(Value::Object(reviewed.params), json!({"noteId": "17"}));
+        }
+    }
+
+    #[test]
     fn a_code_dressed_up_is_the_users_and_one_built_on_is_not_given() {
         let said = Words::of(
             "Mail me backup forum-2025-03-14.tar.gz, rename oliver_t and write to hugo_r; \
@@ -808,6 +886,49 @@ paths:
             json!({"noteId": 4, "title": "Plans"})
         );
         assert_eq!(reviewed.repairs.len(), 3, "{:?}", reviewed.repairs);
+    }
+
+    #[test]
+    fn missing_parts_of_an_optional_input_the_user_never_named_are_not_asked_for() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/c/{id}": {"put": {
+                "operationId": "updateCategory",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
+                    "name": {"type": "string"},
+                    "post": {"type": "object", "required": ["raw"], "properties": {"raw": {"type": "string"}}},
+                    "category_localizations": {"type": "array", "items": {"type": "object", "required": ["locale", "name"],
+                        "properties": {"locale": {"type": "string"}, "name": {"type": "string"}}}}}}}}},
+                "responses": {"200": {"description": "ok"}}}}}}"#,
+        )
+        .unwrap();
+        let action = &catalog.actions[0];
+        let missing: Vec<String> = [
+            "category_localizations[0].locale",
+            "category_localizations[0].name",
+            "post.raw",
+            "name",
+        ]
+        .map(String::from)
+        .to_vec();
+        // "post" is named, so its text is asked for; the localizations are not, nor is a
+        // top-level input ever dropped this way.
+        assert_eq!(
+            unmentioned_parents(
+                action,
+                &missing,
+                "Rename category 23 to Trade and fix the post"
+            ),
+            ["category_localizations"]
+        );
+        assert_eq!(
+            unmentioned_parents(
+                action,
+                &missing,
+                "Add a category localization for category 23"
+            ),
+            ["post"]
+        );
     }
 
     #[test]

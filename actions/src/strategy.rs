@@ -44,7 +44,7 @@ use crate::action::Action;
 use crate::examples::EXAMPLES_PER_ACTION;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
-use crate::review::{review, squash};
+use crate::review::{review, squash, unmentioned_parents};
 use crate::spec::Catalog;
 use crate::validate::Invalid;
 
@@ -1194,9 +1194,26 @@ impl Actions {
                 run.citations.push(chunk);
             }
         }
-        let reviewed = review(action, params, &conversation.said, self.grounding);
+        let mut reviewed = review(action, params, &conversation.said, self.grounding);
+        let mut checked = Value::Object(reviewed.params.clone());
+        let mut prepared = action.prepare(&checked);
+        // Parts missing from an optional input the user never mentioned: the model's
+        // filling, not the request's; it is dropped rather than asked about.
+        if let Err(Invalid::Missing(missing)) = &prepared {
+            let parents = unmentioned_parents(action, missing, &conversation.said);
+            if !parents.is_empty() {
+                for parent in &parents {
+                    reviewed.params.remove(parent);
+                    reviewed.repairs.push(format!(
+                        "{parent}: dropped, an optional input the user did not mention, given \
+                         without its required parts"
+                    ));
+                }
+                checked = Value::Object(reviewed.params.clone());
+                prepared = action.prepare(&checked);
+            }
+        }
         step.repairs = reviewed.repairs.clone();
-        let checked = Value::Object(reviewed.params.clone());
         step.checked_params = Some(checked.clone());
         // Required credentials the query needs and nobody configured: the user is asked to
         // configure them, with any input the call lacks.
@@ -1225,7 +1242,7 @@ impl Actions {
                 ..Executed::new(step)
             }
         };
-        let prepared = match action.prepare(&checked) {
+        let prepared = match prepared {
             Ok(_) if !unset.is_empty() => return asking(Vec::new(), step),
             Ok(prepared) => prepared,
             // A required value the model reworded (the user's words in it, but not enough):

@@ -846,6 +846,51 @@ async fn a_credential_the_query_needs_is_asked_for_until_configured_then_sent_un
 }
 
 #[tokio::test]
+async fn an_optional_object_the_user_never_named_is_dropped_not_asked_about() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    // The model files the e-mail address under `author`, which the user never named, and
+    // leaves out the author's required name.
+    let with_author = || {
+        call(
+            "createNote",
+            json!({"title": "groceries", "author": {"email": "ana@example.com"}}),
+        )
+    };
+    let model =
+        ScriptedChatModel::new(vec![pick("createNote"), with_author(), respond("Created.")]);
+    let (answer, _) = run(
+        &actions,
+        &index,
+        &model,
+        "Create a note titled groceries and send a copy to ana@example.com",
+    )
+    .await;
+    assert_eq!(server.only_request().json(), json!({"title": "groceries"}));
+    let step = &executed(&answer)[0];
+    assert!(step.asked.is_empty());
+    assert!(
+        step.repairs
+            .iter()
+            .any(|r| r.starts_with("author: dropped, an optional input the user did not mention")),
+        "{step:?}"
+    );
+
+    // Named: its missing part is asked for.
+    let model = ScriptedChatModel::new(vec![pick("createNote"), with_author()]);
+    let (answer, _) = run(
+        &actions,
+        &index,
+        &model,
+        "Create a note titled groceries, author ana@example.com",
+    )
+    .await;
+    assert_eq!(executed(&answer)[0].asked, ["author.name"]);
+    assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
 async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
     let server = Server::start().await;
     let index = notes_index();
