@@ -308,24 +308,11 @@ impl Credentials {
 
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A `Secret` prints as `***`: names show, values do not.
         f.debug_struct("Credentials")
-            .field(
-                "headers",
-                &self
-                    .headers
-                    .iter()
-                    .map(|(name, value)| (name, value))
-                    .collect::<Vec<_>>(),
-            )
+            .field("headers", &self.headers)
             .field("schemes", &self.schemes)
-            .field(
-                "inputs",
-                &self
-                    .inputs
-                    .iter()
-                    .map(|(name, value)| (name, value))
-                    .collect::<Vec<_>>(),
-            )
+            .field("inputs", &self.inputs)
             .finish()
     }
 }
