@@ -14,7 +14,7 @@ use crate::action::{
     Action, Encoding, KeyLocation, Location, Method, SecurityRequirement, SecurityScheme,
 };
 use crate::error::ConfigError;
-use crate::secret::{scheme_env_var, Attached, Credentials};
+use crate::secret::{scheme_env_var, Attached, CredentialInput, Credentials};
 use crate::spec::Catalog;
 use crate::validate::{encode_pairs, Invalid, Prepared};
 
@@ -348,7 +348,7 @@ pub struct Executor {
     schemes: BTreeMap<String, SecurityScheme>,
     /// Per operation, its credential inputs ([`crate::Input::is_credential`]), where they go
     /// and whether they are required: filled from the configured credentials at send time.
-    credential_inputs: HashMap<String, Vec<(String, KeyLocation, bool)>>,
+    credential_inputs: HashMap<String, Vec<CredentialInput>>,
 }
 
 impl fmt::Debug for Executor {
@@ -407,7 +407,11 @@ impl Executor {
                                 Location::Cookie => KeyLocation::Cookie,
                                 Location::Path | Location::Body => return None,
                             };
-                            Some((input.wire_name.clone(), location, input.required))
+                            Some(CredentialInput {
+                                name: input.wire_name.clone(),
+                                location,
+                                required: input.required,
+                            })
                         })
                         .collect::<Vec<_>>();
                     (action.operation_id.clone(), inputs)
@@ -439,16 +443,28 @@ impl Executor {
     /// What the configured credentials add to a request for `operation_id` with these
     /// security alternatives.
     fn attach_to(&self, operation_id: &str, security: &[SecurityRequirement]) -> Attached {
-        let inputs: Vec<(String, KeyLocation)> = self
-            .credential_inputs
+        self.config.credentials.attach(
+            security,
+            &self.schemes,
+            self.credential_inputs(operation_id),
+        )
+    }
+
+    /// The credential inputs of `operation_id`.
+    fn credential_inputs(&self, operation_id: &str) -> &[CredentialInput] {
+        self.credential_inputs
             .get(operation_id)
-            .into_iter()
-            .flatten()
-            .map(|(name, location, _)| (name.clone(), *location))
-            .collect();
-        self.config
-            .credentials
-            .attach(security, &self.schemes, &inputs)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The credential inputs of `operation_id` that no configured header or input provides:
+    /// a request for it goes without them.
+    pub(crate) fn unprovided_credentials(&self, operation_id: &str) -> Vec<String> {
+        self.credential_inputs(operation_id)
+            .iter()
+            .filter(|input| !self.config.credentials.provides(&input.name))
+            .map(|input| input.name.clone())
+            .collect()
     }
 
     fn attach(&self, prepared: &Prepared) -> Attached {
@@ -463,16 +479,14 @@ impl Executor {
     /// says so.
     pub fn unset_credentials(&self, action: &Action) -> Vec<String> {
         let attached = self.attach_to(&action.operation_id, &action.security);
-        self.credential_inputs
-            .get(&action.operation_id)
-            .into_iter()
-            .flatten()
-            .filter(|(name, location, required)| {
-                *required
-                    && *location == KeyLocation::Query
-                    && !attached.query.iter().any(|(sent, _)| sent == name)
+        self.credential_inputs(&action.operation_id)
+            .iter()
+            .filter(|input| {
+                input.required
+                    && input.location == KeyLocation::Query
+                    && !attached.query.iter().any(|(sent, _)| *sent == input.name)
             })
-            .map(|(name, _, _)| name.clone())
+            .map(|input| input.name.clone())
             .collect()
     }
 

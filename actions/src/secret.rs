@@ -112,9 +112,7 @@ impl Credentials {
                 "{name} (its value has a line break or control character)"
             )));
         }
-        self.inputs
-            .retain(|(mine, _)| !mine.eq_ignore_ascii_case(name));
-        self.inputs.push((name.to_string(), value));
+        put(&mut self.inputs, name.to_string(), value);
         Ok(self)
     }
 
@@ -162,15 +160,11 @@ impl Credentials {
     /// Adds every header and scheme of `other`, whose entries win.
     pub fn merge(mut self, other: Credentials) -> Self {
         for (name, value) in other.headers {
-            self.headers
-                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
-            self.headers.push((name, value));
+            put(&mut self.headers, name, value);
         }
         self.schemes.extend(other.schemes);
         for (name, value) in other.inputs {
-            self.inputs
-                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
-            self.inputs.push((name, value));
+            put(&mut self.inputs, name, value);
         }
         self
     }
@@ -189,14 +183,14 @@ impl Credentials {
         self.headers.is_empty() && self.schemes.is_empty() && self.inputs.is_empty()
     }
 
-    /// What to add to a request with these security alternatives and credential `inputs`
-    /// (name and place): the first alternative whose every scheme has a credential, the
-    /// configured values of those inputs, and the configured headers.
+    /// What to add to a request with these security alternatives and credential `inputs`:
+    /// the first alternative whose every scheme has a credential, the configured values of
+    /// those inputs, and the configured headers.
     pub(crate) fn attach(
         &self,
         security: &[SecurityRequirement],
         schemes: &BTreeMap<String, SecurityScheme>,
-        inputs: &[(String, KeyLocation)],
+        inputs: &[CredentialInput],
     ) -> Attached {
         let mut attached = Attached::default();
         let usable = |name: &String| {
@@ -245,7 +239,7 @@ impl Credentials {
             }
             None => {}
         }
-        for (name, location) in inputs {
+        for CredentialInput { name, location, .. } in inputs {
             let Some((_, secret)) = self
                 .inputs
                 .iter()
@@ -315,6 +309,21 @@ impl fmt::Debug for Credentials {
             .field("inputs", &self.inputs)
             .finish()
     }
+}
+
+/// Sets `name` to `value` in `list`, replacing an entry of the same name in any case.
+fn put(list: &mut Vec<(String, Secret)>, name: String, value: Secret) {
+    list.retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
+    list.push((name, value));
+}
+
+/// A credential input of an operation ([`crate::Input::is_credential`]): where it goes and
+/// whether the operation requires it.
+#[derive(Debug, Clone)]
+pub(crate) struct CredentialInput {
+    pub name: String,
+    pub location: KeyLocation,
+    pub required: bool,
 }
 
 /// What the credentials add to one request. Holds secret values: never logged or shown.

@@ -151,40 +151,18 @@ const GUESS_MAX_TOKENS: usize = 32;
 pub struct Api {
     pub catalog: Catalog,
     pub executor: Executor,
-    /// Per operation, the credential inputs removed from it (by wire name).
-    credentials: HashMap<String, Vec<String>>,
 }
 
 impl Api {
+    /// The API of `catalog`, its operations without their credential inputs (the executor,
+    /// built from the whole catalogue, knows them and fills them).
     fn new(mut catalog: Catalog, executor: Executor) -> Self {
-        let mut credentials = HashMap::new();
         for action in &mut catalog.actions {
-            let names: Vec<String> = action
-                .credential_inputs()
-                .map(|input| input.wire_name.clone())
-                .collect();
-            if !names.is_empty() {
-                credentials.insert(action.operation_id.clone(), names);
+            if action.credential_inputs().next().is_some() {
                 *action = action.without_credentials();
             }
         }
-        Self {
-            catalog,
-            executor,
-            credentials,
-        }
-    }
-
-    /// The credential inputs of `operation` that no configured header or input provides.
-    fn unprovided(&self, operation: &str) -> Vec<String> {
-        let configured = &self.executor.config().credentials;
-        self.credentials
-            .get(operation)
-            .into_iter()
-            .flatten()
-            .filter(|name| !configured.provides(name))
-            .cloned()
-            .collect()
+        Self { catalog, executor }
     }
 }
 
@@ -328,15 +306,6 @@ impl Actions {
 
     pub fn apis(&self) -> &[Api] {
         &self.apis
-    }
-
-    /// The credential inputs of `id` that no configured header provides.
-    fn unprovided(&self, id: &str) -> Vec<String> {
-        self.apis
-            .iter()
-            .find(|api| api.catalog.get(id).is_some())
-            .map(|api| api.unprovided(id))
-            .unwrap_or_default()
     }
 
     /// The operation `id` and the executor that sends it.
@@ -1306,7 +1275,7 @@ impl Actions {
         step.confirmed = *watched.answer.lock().expect("confirmation lock");
         step.request = outcome.request().map(preview_json);
         let mut notes = reviewed.repairs.clone();
-        let unprovided = self.unprovided(operation_id);
+        let unprovided = executor.unprovided_credentials(operation_id);
         if outcome.sent() && !unprovided.is_empty() {
             notes.push(format!(
                 "sent without {}: credentials the user configures (--header, --credential), \
