@@ -3,7 +3,8 @@
 //! (`id` for `noteId`), fields a closed object does not take, placeholders (`"<noteId>"`,
 //! `""`, `[]`), values the user never gave (a name or code of theirs with characters added
 //! among them), and a value the user gave once copied into several inputs. A dropped value
-//! is never replaced: a required input dropped here is asked for.
+//! is replaced only by one the user wrote (their code inside it, the one enum value they
+//! wrote), never by a new one: a required input dropped here is asked for.
 
 use serde_json::{Map, Value};
 
