@@ -344,11 +344,37 @@ pub struct Action {
     pub servers: Vec<Server>,
     /// A hash of everything above: equal hashes mean an unchanged operation.
     pub hash: ActionHash,
+    /// What a successful response holds, by field name (the first 2xx JSON response's
+    /// schema); empty where the spec says nothing of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub returns: Vec<Returned>,
     /// Requests a model wrote for it when the spec was indexed with examples (`examples.rs`);
     /// not part of the hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
 }
+
+/// One field of an operation's successful response ([`Action::returns`]), or the whole
+/// response where that is a list: someone asking to see something names its fields ("its
+/// colour, slug and who may post"), and asks for one thing or for a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Returned {
+    /// The field's name; empty for a response that is itself a list.
+    pub name: String,
+    /// Whether it is an array.
+    pub list: bool,
+    /// The names of its own fields (of its items', for a list) in the spec's order, at most
+    /// [`RETURNED_FIELDS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+}
+
+/// How many fields of a response, and of each of its fields, an action keeps.
+pub const RETURNED_FIELDS: usize = 24;
+
+/// Field names of the response in an operation's embedded text, and on its line.
+const EMBED_RETURNED: usize = 40;
+const LINE_RETURNED: usize = 10;
 
 /// A short hex hash of an action's content.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -461,14 +487,72 @@ impl Action {
         if !inputs.is_empty() {
             lines.push(format!("inputs: {}", inputs.join("; ")));
         }
+        lines.extend(self.returns_text(EMBED_RETURNED, |name| words(name).join(" ")));
         lines.join("\n")
     }
 
-    /// One line for the model to choose by: `id: METHOD /path — summary` (the description's
-    /// start where there is no summary), then its inputs by name (`flag (one of active,
-    /// suspended, ...)`; at most 6, required first, up to 6 allowed values each), so that
-    /// "the suspended accounts" meets the operation that takes `suspended`.
+    /// `returns: category (id, name, color, …)`: what a read's response holds, its fields
+    /// named through `name`, at most `max` names in all and half of them inside any one
+    /// field (so that one big field does not hide the rest); `None` for an operation that
+    /// changes something (what it returns is a by-product; the request names what it
+    /// sends) and where the spec says nothing of its response.
+    fn returns_text(&self, max: usize, name: impl Fn(&str) -> String) -> Option<String> {
+        if self.needs_confirmation() || self.returns.is_empty() {
+            return None;
+        }
+        let mut left = max;
+        let mut parts = Vec::new();
+        let mut cut = false;
+        for returned in &self.returns {
+            if left == 0 {
+                cut = true;
+                break;
+            }
+            let mut part = match (returned.name.as_str(), returned.list) {
+                ("", _) => "a list".to_string(),
+                (field, true) => format!("list of {}", name(field)),
+                (field, false) => name(field),
+            };
+            left -= 1;
+            if !returned.fields.is_empty() && left > 0 {
+                let shown = returned.fields.len().min(left).min(max / 2);
+                left -= shown;
+                let fields: Vec<String> =
+                    returned.fields[..shown].iter().map(|f| name(f)).collect();
+                let more = if shown < returned.fields.len() {
+                    ", …"
+                } else {
+                    ""
+                };
+                part.push_str(&format!(" ({}{more})", fields.join(", ")));
+            }
+            parts.push(part);
+        }
+        let more = if cut { ", …" } else { "" };
+        Some(format!("returns: {}{more}", parts.join(", ")))
+    }
+
+    /// One line for the model to choose by among others: [`Action::line_without_returns`],
+    /// then, for a read, what it returns (`returns: category (id, name, color, …)`), so that
+    /// "one category's colour" and "every tag group" tell `getCategory` from
+    /// `listCategories` and `listTagGroups` from `getTagGroup`.
     pub fn line(&self) -> String {
+        let mut out = self.line_without_returns();
+        if let Some(returns) = self.returns_text(LINE_RETURNED, str::to_string) {
+            out.push_str("; ");
+            out.push_str(&returns);
+        }
+        out
+    }
+
+    /// One line that says what the operation does: `id: METHOD /path — summary` (the
+    /// description's start where there is no summary), then its inputs by name (`flag (one
+    /// of active, suspended, ...)`; at most 6, required first, up to 6 allowed values each),
+    /// so that "the suspended accounts" meets the operation that takes `suspended`. What a
+    /// request is read after, alone: field names there would draw any request that happens to
+    /// use their words (`notification_types (mentioned, replied, …)` for "did anyone mention
+    /// me?").
+    pub fn line_without_returns(&self) -> String {
         let mut out = format!("{}: {} {}", self.operation_id, self.method, self.path);
         if self.deprecated {
             out.push_str(" (deprecated)");
@@ -683,10 +767,10 @@ fn cap(text: &str, max: usize) -> String {
     }
 }
 
-/// Enum values as the model should write them: strings bare, others as JSON.
 /// Inputs named on an operation's line, and allowed values named per input.
 const LINE_INPUTS: usize = 6;
 
+/// Enum values as the model should write them: strings bare, others as JSON.
 pub(crate) fn list_values(values: &[Value]) -> String {
     values
         .iter()

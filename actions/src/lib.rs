@@ -54,10 +54,11 @@ mod secret;
 mod spec;
 mod strategy;
 mod validate;
+mod written;
 
 pub use action::{
-    words, Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method,
-    SecurityRequirement, SecurityScheme, Server, Style, Type,
+    words, Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, Returned,
+    SecurityRequirement, SecurityScheme, Server, Style, Type, RETURNED_FIELDS,
 };
 pub use error::{ConfigError, SpecError};
 pub use examples::{

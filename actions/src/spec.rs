@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::action::{
-    Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, SecurityRequirement,
-    SecurityScheme, Server, Style, Type,
+    Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, Returned,
+    SecurityRequirement, SecurityScheme, Server, Style, Type, RETURNED_FIELDS,
 };
 use crate::error::SpecError;
 use crate::schema::{self, Resolver};
+use crate::written::PropertyOrder;
 
 /// Every operation of one OpenAPI document, with what is needed to send them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,11 +59,17 @@ pub fn parse_document(text: &str) -> Result<Value, SpecError> {
 impl Catalog {
     /// Reads an OpenAPI 3.0 or 3.1 document, JSON or YAML.
     pub fn parse(text: &str) -> Result<Self, SpecError> {
-        Self::from_value(&parse_document(text)?)
+        Self::read(&parse_document(text)?, &PropertyOrder::of(text))
     }
 
-    /// Reads an OpenAPI document already parsed into JSON values.
+    /// Reads an OpenAPI document already parsed into JSON values. Their maps are sorted, so
+    /// what an operation returns lists its fields in that order; [`Catalog::parse`] lists
+    /// them as the document writes them.
     pub fn from_value(doc: &Value) -> Result<Self, SpecError> {
+        Self::read(doc, &PropertyOrder::default())
+    }
+
+    fn read(doc: &Value, order: &PropertyOrder) -> Result<Self, SpecError> {
         let Value::Object(top) = doc else {
             return Err(SpecError::NotAMapping);
         };
@@ -98,6 +105,7 @@ impl Catalog {
                     };
                     let mut action = read_operation(
                         &resolver,
+                        order,
                         path,
                         item,
                         method,
@@ -166,6 +174,7 @@ fn unique_id(id: &mut String, seen: &mut HashSet<String>) {
 
 fn read_operation(
     resolver: &Resolver,
+    order: &PropertyOrder,
     path: &str,
     item: &Value,
     method: Method,
@@ -216,9 +225,100 @@ fn read_operation(
         body,
         security,
         servers,
+        returns: read_returns(resolver, order, operation, &at),
         hash: ActionHash(String::new()),
         examples: Vec::new(),
     })
+}
+
+/// What the operation's first successful (2xx) JSON response holds, by field name: each
+/// field of an object, with its own fields (its items' for an array), or the items' fields
+/// of a response that is a list, in the order `order` has them. Nothing is sent from it, so a response the document
+/// describes badly (an external or dangling `$ref`) costs only this, with a warning.
+fn read_returns(
+    resolver: &Resolver,
+    order: &PropertyOrder,
+    operation: &Value,
+    at: &str,
+) -> Vec<Returned> {
+    let Some(Value::Object(responses)) = operation.get("responses") else {
+        return Vec::new();
+    };
+    // "200" before "201" before "2XX".
+    let Some((_, response)) = responses
+        .iter()
+        .filter(|(status, _)| status.starts_with('2'))
+        .min_by_key(|(status, _)| status.as_str())
+    else {
+        return Vec::new();
+    };
+    let at = format!("{at} response");
+    let schema = resolver.follow(response, &at).and_then(|response| {
+        let Some(Value::Object(content)) = response.get("content") else {
+            return Ok(Value::Null);
+        };
+        let Some(media) = content.keys().find(|media| is_json(media)) else {
+            return Ok(Value::Null);
+        };
+        match content[media].get("schema") {
+            Some(raw) => resolver.expand(raw, &at),
+            None => Ok(Value::Null),
+        }
+    });
+    let schema = match schema {
+        Ok(schema) => schema,
+        Err(error) => {
+            tracing::warn!("{error}: what it returns is left out of its description");
+            return Vec::new();
+        }
+    };
+    let field_names = |schema: &Value| -> Vec<String> {
+        let schema = match schema::main_type(schema) {
+            Some("array") => schema.get("items").unwrap_or(&Value::Null),
+            _ => schema,
+        };
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                order
+                    .arrange(properties)
+                    .into_iter()
+                    .take(RETURNED_FIELDS)
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match schema::main_type(&schema) {
+        Some("array") => vec![Returned {
+            name: String::new(),
+            list: true,
+            fields: field_names(&schema),
+        }],
+        _ => schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                order
+                    .arrange(properties)
+                    .into_iter()
+                    .take(RETURNED_FIELDS)
+                    .map(|(name, property)| Returned {
+                        name: name.clone(),
+                        list: schema::main_type(property) == Some("array"),
+                        fields: field_names(property),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Whether a media type carries JSON (`application/json`, `…+json`, or anything: `*/*`).
+fn is_json(media: &str) -> bool {
+    let media = media.split(';').next().unwrap_or("").trim();
+    media == "application/json" || media.ends_with("+json") || media == "*/*"
 }
 
 /// Path-level parameters merged with the operation's (the operation's win for the same name
@@ -376,10 +476,6 @@ fn read_body(
     let required = body.get("required").and_then(Value::as_bool) == Some(true);
     let Some(Value::Object(content)) = body.get("content") else {
         return Ok(None);
-    };
-    let is_json = |media: &str| {
-        let media = media.split(';').next().unwrap_or("").trim();
-        media == "application/json" || media.ends_with("+json") || media == "*/*"
     };
     let chosen = content
         .keys()

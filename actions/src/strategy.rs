@@ -827,7 +827,8 @@ impl Actions {
     }
 
     /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
-    /// every operation of the `pool` (the search's best first), then the list reading of the
+    /// every operation of the `pool` (the search's best first; each line without what the
+    /// operation returns), then the list reading of the
     /// shortlist (the pool's best by both rankings, fused) with "none" among them, read with
     /// the request and, where [`Actions::calibration`] is above 0, again with a blank one; a
     /// third judges each listed operation where [`Actions::judge_weight`] is above 0. `model`
@@ -839,16 +840,20 @@ impl Actions {
         pool: &[String],
         request: &str,
     ) -> Result<Option<String>, StrategyError> {
-        let lines: Vec<(&String, String)> = pool
+        // Each operation's line among others, and alone (without what it returns).
+        let lines: Vec<(&String, String, String)> = pool
             .iter()
-            .filter_map(|id| self.lookup(id).map(|(action, _)| (id, action.line())))
+            .filter_map(|id| {
+                self.lookup(id)
+                    .map(|(action, _)| (id, action.line(), action.line_without_returns()))
+            })
             .collect();
         if lines.is_empty() {
             return Ok(None);
         }
         let items: Vec<ScoreItem> = lines
             .iter()
-            .map(|(_, line)| ScoreItem {
+            .map(|(_, _, line)| ScoreItem {
                 messages: vec![
                     Message::system(ASKED_SYSTEM),
                     Message::user(format!("{ASKED_PROMPT}\nOperation: {line}")),
@@ -915,7 +920,7 @@ impl Actions {
                         Message::system(JUDGE_SYSTEM),
                         Message::user(format!(
                             "Operation: {}\n\nRequest: {request}\n\n{JUDGE_QUESTION}",
-                            lines[i].1
+                            lines[i].2
                         )),
                     ];
                     ["yes", "no"].map(|answer| ScoreItem {

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 use walkrag_actions::{
-    is_openapi, words, Catalog, Encoding, KeyLocation, Location, Method, SecurityScheme, SpecError,
-    Style, Type,
+    is_openapi, words, Catalog, Encoding, KeyLocation, Location, Method, Returned, SecurityScheme,
+    SpecError, Style, Type,
 };
 
 use crate::{action, notes, notes_yaml};
@@ -227,7 +227,12 @@ fn json_and_yaml_read_the_same() {
     let doc: Value = walkrag_actions::parse_document(&notes_yaml()).unwrap();
     let json = serde_json::to_string_pretty(&doc).unwrap();
 
-    assert_eq!(Catalog::parse(&json).unwrap(), notes());
+    // Written from a parsed document, the JSON has every map sorted, so it is the parsed
+    // YAML it reads the same as, fields of responses in sorted order included.
+    assert_eq!(
+        Catalog::parse(&json).unwrap(),
+        Catalog::from_value(&doc).unwrap()
+    );
     assert!(is_openapi(&json) && is_openapi(&notes_yaml()));
 }
 
@@ -365,6 +370,101 @@ fn the_embedded_text_says_what_the_action_does_in_words() {
         get.contains("GET /notes/{noteId}: get read show notes note id"),
         "{get}"
     );
+}
+
+#[test]
+fn a_read_says_what_its_response_holds_and_a_change_does_not() {
+    let catalog = notes();
+    let note_fields = ["id", "title", "text", "status", "tags", "author"];
+    let returned = |name: &str, list: bool, fields: &[&str]| Returned {
+        name: name.into(),
+        list,
+        fields: fields.iter().map(|f| f.to_string()).collect(),
+    };
+
+    // A list of notes beside a plain field, fields in the order written; the 200, not the
+    // 404 listed before it.
+    let list = action(&catalog, "listNotes");
+    assert_eq!(
+        list.returns,
+        [
+            returned("notes", true, &note_fields),
+            returned("next", false, &[])
+        ]
+    );
+    assert!(
+        list.line()
+            .ends_with("; returns: list of notes (id, title, text, status, tags, …), next"),
+        "{}",
+        list.line()
+    );
+    assert_eq!(
+        list.line(),
+        format!(
+            "{}; returns: list of notes (id, title, text, status, tags, …), next",
+            list.line_without_returns()
+        )
+    );
+    let get = action(&catalog, "getNote");
+    assert_eq!(
+        get.returns[5],
+        returned("author", false, &["name", "email"])
+    );
+    assert!(
+        get.embed_text()
+            .ends_with("\nreturns: id, title, text, status, list of tags, author (name, email)"),
+        "{}",
+        get.embed_text()
+    );
+    // A change returns what it changed: kept, but not shown, as the request names what it
+    // sends. (Its schema is merged from `allOf` members, written nowhere as a whole: its
+    // fields keep the sorted order.)
+    let create = action(&catalog, "createNote");
+    let names: Vec<&str> = create.returns.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["author", "id", "priority", "status", "tags", "text", "title"]
+    );
+    assert!(!create.line().contains("returns") && !create.embed_text().contains("returns"));
+    // No JSON, or no response schema: nothing.
+    assert!(action(&catalog, "exportNotes").returns.is_empty());
+    assert!(action(&catalog, "get_/health").returns.is_empty());
+    // A document already parsed has its maps sorted, and so are the fields.
+    let parsed =
+        Catalog::from_value(&walkrag_actions::parse_document(&notes_yaml()).unwrap()).unwrap();
+    let names: Vec<&str> = parsed.get("listNotes").unwrap().returns[1]
+        .fields
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, ["author", "id", "status", "tags", "text", "title"]);
+    // A renamed field of a response changes that operation, and only that one.
+    let renamed = Catalog::parse(
+        &notes_yaml().replace("                  next:\n", "                  cursor:\n"),
+    )
+    .unwrap();
+    for action in &catalog.actions {
+        let changed = action.operation_id == "listNotes";
+        let hash = &renamed.get(&action.operation_id).unwrap().hash;
+        assert_eq!(action.hash != *hash, changed, "{}", action.operation_id);
+    }
+}
+
+#[test]
+fn a_response_the_spec_describes_badly_costs_only_what_it_returns() {
+    let broken = notes_yaml().replacen(
+        "                    items:\n                      $ref: \"#/components/schemas/Note\"",
+        "                    items:\n                      $ref: \"#/components/schemas/Nowhere\"",
+        1,
+    );
+    assert_ne!(broken, notes_yaml());
+
+    let catalog = Catalog::parse(&broken).unwrap();
+
+    let list = action(&catalog, "listNotes");
+    assert!(list.returns.is_empty());
+    assert_eq!(list.inputs, action(&notes(), "listNotes").inputs);
+    assert_eq!(action(&catalog, "getNote").returns.len(), 6);
 }
 
 #[test]

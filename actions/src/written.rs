@@ -1,0 +1,177 @@
+//! The order a document's schemas list their properties in. A parsed document (`Value`) keeps
+//! its maps sorted by key, which is right for everything walkrag sends; but what an operation
+//! returns is shown by its first fields, and those are the ones a spec's authors put first
+//! (`id`, `name`, `color`), not the first in the alphabet (`all_topics_wiki`).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// For every `properties` map of a document, its names in the order written, found by the
+/// same names sorted (how a parsed map lists them).
+#[derive(Debug, Default)]
+pub(crate) struct PropertyOrder(HashMap<Vec<String>, Vec<String>>);
+
+impl PropertyOrder {
+    /// Reads `text` (JSON or YAML) once more for the order of its properties; a document that
+    /// does not read so gives none, and every map keeps its sorted order.
+    pub(crate) fn of(text: &str) -> Self {
+        let text = text.trim_start_matches('\u{feff}');
+        let written = serde_json::from_str::<Written>(text)
+            .ok()
+            .or_else(|| serde_yaml_ng::from_str::<Written>(text).ok());
+        let mut orders = HashMap::new();
+        if let Some(written) = written {
+            written.collect(&mut orders);
+        }
+        Self(orders)
+    }
+
+    /// The entries of `properties` in the order the document writes them, where it writes a
+    /// map of exactly these names; else in the map's own (sorted) order. A schema merged from
+    /// `allOf` members is written nowhere as a whole, and keeps the sorted order.
+    pub(crate) fn arrange<'a>(
+        &self,
+        properties: &'a Map<String, Value>,
+    ) -> Vec<(&'a String, &'a Value)> {
+        let sorted: Vec<String> = properties.keys().cloned().collect();
+        match self.0.get(&sorted) {
+            Some(order) => order
+                .iter()
+                .filter_map(|name| properties.get_key_value(name))
+                .collect(),
+            None => properties.iter().collect(),
+        }
+    }
+}
+
+/// A document read for the order of its maps' keys alone.
+enum Written {
+    Map(Vec<(String, Written)>),
+    List(Vec<Written>),
+    Leaf,
+}
+
+impl Written {
+    fn collect(&self, orders: &mut HashMap<Vec<String>, Vec<String>>) {
+        match self {
+            Written::Map(entries) => {
+                for (key, value) in entries {
+                    if let (Written::Map(properties), "properties") = (value, key.as_str()) {
+                        let order: Vec<String> =
+                            properties.iter().map(|(name, _)| name.clone()).collect();
+                        let mut sorted = order.clone();
+                        sorted.sort();
+                        orders.entry(sorted).or_insert(order);
+                    }
+                    value.collect(orders);
+                }
+            }
+            Written::List(items) => items.iter().for_each(|item| item.collect(orders)),
+            Written::Leaf => {}
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Written {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WrittenVisitor)
+    }
+}
+
+struct WrittenVisitor;
+
+impl<'de> Visitor<'de> for WrittenVisitor {
+    type Value = Written;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON or YAML value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_unit<E>(self) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_none<E>(self) -> Result<Written, E> {
+        Ok(Written::Leaf)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Written, D::Error> {
+        Written::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Written, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Written::List(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Written, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(Key(key)) = map.next_key()? {
+            entries.push((key, map.next_value()?));
+        }
+        Ok(Written::Map(entries))
+    }
+}
+
+/// A map's key as text (YAML allows numbers and booleans as keys).
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map key")
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+                Ok(Key(key.to_string()))
+            }
+
+            fn visit_bool<E>(self, key: bool) -> Result<Key, E> {
+                Ok(Key(key.to_string()))
+            }
+
+            fn visit_i64<E>(self, key: i64) -> Result<Key, E> {
+                Ok(Key(key.to_string()))
+            }
+
+            fn visit_u64<E>(self, key: u64) -> Result<Key, E> {
+                Ok(Key(key.to_string()))
+            }
+
+            fn visit_f64<E>(self, key: f64) -> Result<Key, E> {
+                Ok(Key(key.to_string()))
+            }
+        }
+        deserializer.deserialize_any(KeyVisitor)
+    }
+}
