@@ -272,23 +272,16 @@ fn read_returns(
             return Vec::new();
         }
     };
+    // A field's own fields, or its items' for a list.
     let field_names = |schema: &Value| -> Vec<String> {
         let schema = match schema::main_type(schema) {
             Some("array") => schema.get("items").unwrap_or(&Value::Null),
             _ => schema,
         };
-        schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|properties| {
-                order
-                    .arrange(properties)
-                    .into_iter()
-                    .take(RETURNED_FIELDS)
-                    .map(|(name, _)| name.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        first_properties(order, schema)
+            .into_iter()
+            .map(|(name, _)| name.clone())
+            .collect()
     };
     match schema::main_type(&schema) {
         Some("array") => vec![Returned {
@@ -296,23 +289,28 @@ fn read_returns(
             list: true,
             fields: field_names(&schema),
         }],
-        _ => schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|properties| {
-                order
-                    .arrange(properties)
-                    .into_iter()
-                    .take(RETURNED_FIELDS)
-                    .map(|(name, property)| Returned {
-                        name: name.clone(),
-                        list: schema::main_type(property) == Some("array"),
-                        fields: field_names(property),
-                    })
-                    .collect()
+        _ => first_properties(order, &schema)
+            .into_iter()
+            .map(|(name, property)| Returned {
+                name: name.clone(),
+                list: schema::main_type(property) == Some("array"),
+                fields: field_names(property),
             })
-            .unwrap_or_default(),
+            .collect(),
     }
+}
+
+/// A schema's first [`RETURNED_FIELDS`] properties, as the document writes them.
+fn first_properties<'a>(order: &PropertyOrder, schema: &'a Value) -> Vec<(&'a String, &'a Value)> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            let mut arranged = order.arrange(properties);
+            arranged.truncate(RETURNED_FIELDS);
+            arranged
+        })
+        .unwrap_or_default()
 }
 
 /// Whether a media type carries JSON (`application/json`, `…+json`, or anything: `*/*`).
