@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -38,21 +39,25 @@ pub fn is_openapi(text: &str) -> bool {
 /// Parses JSON or YAML, told apart by content: text starting with `{` is read as JSON first
 /// (falling back to YAML, of which JSON is nearly a subset), anything else as YAML.
 pub fn parse_document(text: &str) -> Result<Value, SpecError> {
-    let text = text.trim_start_matches('\u{feff}');
-    let doc = if text.trim_start().starts_with('{') {
-        match serde_json::from_str::<Value>(text) {
-            Ok(doc) => doc,
-            Err(json_error) => serde_yaml_ng::from_str::<Value>(text)
-                .map_err(|_| SpecError::Syntax(format!("JSON: {json_error}")))?,
-        }
-    } else {
-        serde_yaml_ng::from_str::<Value>(text)
-            .map_err(|e| SpecError::Syntax(format!("YAML: {e}")))?
-    };
+    let doc: Value = read_document(text)?;
     if doc.is_object() {
         Ok(doc)
     } else {
         Err(SpecError::NotAMapping)
+    }
+}
+
+/// Reads a JSON or YAML document as `T`, told apart as [`parse_document`] says.
+pub(crate) fn read_document<T: DeserializeOwned>(text: &str) -> Result<T, SpecError> {
+    let text = text.trim_start_matches('\u{feff}');
+    if text.trim_start().starts_with('{') {
+        match serde_json::from_str(text) {
+            Ok(doc) => Ok(doc),
+            Err(json_error) => serde_yaml_ng::from_str(text)
+                .map_err(|_| SpecError::Syntax(format!("JSON: {json_error}"))),
+        }
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| SpecError::Syntax(format!("YAML: {e}")))
     }
 }
 

@@ -828,8 +828,8 @@ impl Actions {
 
     /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
     /// every operation of the `pool` (the search's best first; each line without what the
-    /// operation returns), then the list reading of the
-    /// shortlist (the pool's best by both rankings, fused) with "none" among them, read with
+    /// operation returns), then the list reading of the shortlist (the pool's best by both
+    /// rankings, fused) with "none" among them, read with
     /// the request and, where [`Actions::calibration`] is above 0, again with a blank one; a
     /// third judges each listed operation where [`Actions::judge_weight`] is above 0. `model`
     /// does the weighing.
@@ -840,23 +840,23 @@ impl Actions {
         pool: &[String],
         request: &str,
     ) -> Result<Option<String>, StrategyError> {
-        // Each operation's line among others, and alone (without what it returns).
-        let lines: Vec<(&String, String, String)> = pool
+        let lines: Vec<(&String, &Action)> = pool
             .iter()
-            .filter_map(|id| {
-                self.lookup(id)
-                    .map(|(action, _)| (id, action.line(), action.line_without_returns()))
-            })
+            .filter_map(|id| self.lookup(id).map(|(action, _)| (id, action)))
             .collect();
         if lines.is_empty() {
             return Ok(None);
         }
+        // Each operation read alone: its line without what it returns.
         let items: Vec<ScoreItem> = lines
             .iter()
-            .map(|(_, _, line)| ScoreItem {
+            .map(|(_, action)| ScoreItem {
                 messages: vec![
                     Message::system(ASKED_SYSTEM),
-                    Message::user(format!("{ASKED_PROMPT}\nOperation: {line}")),
+                    Message::user(format!(
+                        "{ASKED_PROMPT}\nOperation: {}",
+                        action.line_without_returns()
+                    )),
                 ],
                 continuation: request.to_string(),
             })
@@ -874,7 +874,7 @@ impl Actions {
                 .map(|(i, _)| i)
                 .collect();
         shortlist.sort_unstable();
-        let list: Vec<&str> = shortlist.iter().map(|&i| lines[i].1.as_str()).collect();
+        let list: Vec<String> = shortlist.iter().map(|&i| lines[i].1.line()).collect();
         let list_prompt = |request: &str| {
             vec![
                 Message::system(PICK_PROMPT.trim()),
@@ -920,7 +920,7 @@ impl Actions {
                         Message::system(JUDGE_SYSTEM),
                         Message::user(format!(
                             "Operation: {}\n\nRequest: {request}\n\n{JUDGE_QUESTION}",
-                            lines[i].2
+                            lines[i].1.line_without_returns()
                         )),
                     ];
                     ["yes", "no"].map(|answer| ScoreItem {
@@ -962,10 +962,7 @@ impl Actions {
         // the pick is among the listed operations that change nothing, where there is one.
         let reads: Vec<usize> = if opens_with_a_question(request) {
             (0..n)
-                .filter(|&k| {
-                    self.lookup(lines[shortlist[k]].0)
-                        .is_some_and(|(action, _)| !action.needs_confirmation())
-                })
+                .filter(|&k| !lines[shortlist[k]].1.needs_confirmation())
                 .collect()
         } else {
             Vec::new()

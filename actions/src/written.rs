@@ -9,6 +9,8 @@ use std::fmt;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::spec::read_document;
+
 /// For every `properties` map of a document, its names in the order written, found by the
 /// same names sorted (how a parsed map lists them).
 #[derive(Debug, Default)]
@@ -18,12 +20,8 @@ impl PropertyOrder {
     /// Reads `text` (JSON or YAML) once more for the order of its properties; a document that
     /// does not read so gives none, and every map keeps its sorted order.
     pub(crate) fn of(text: &str) -> Self {
-        let text = text.trim_start_matches('\u{feff}');
-        let written = serde_json::from_str::<Written>(text)
-            .ok()
-            .or_else(|| serde_yaml_ng::from_str::<Written>(text).ok());
         let mut orders = HashMap::new();
-        if let Some(written) = written {
+        if let Ok(written) = read_document::<Written>(text) {
             written.collect(&mut orders);
         }
         Self(orders)
