@@ -84,6 +84,21 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             ));
             continue;
         }
+        // A value outside the input's enum, where the user wrote exactly one of its values
+        // (`"upload_type": "video"` for "a video for a post in the composer"): theirs, rather
+        // than a tool error that sends the model back to choose.
+        let outside = input.filter(|input| is_outside_enum(input, &value));
+        if let Some(written) = outside
+            .filter(|_| grounded)
+            .and_then(|input| written_enum_value(input, &said))
+        {
+            out.repairs.push(format!(
+                "{name}: {value} is none of its values, read as {written}, the one value the \
+                 user wrote"
+            ));
+            out.params.insert(name, written);
+            continue;
+        }
         // A name or code the user wrote, with characters added by the model.
         if let (true, Some(_), Value::String(text)) = (grounded, input, &value) {
             let code = said.code_within(text);
@@ -147,6 +162,11 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         one_input_per_value(action, &said, &mut out);
     }
     out
+}
+
+/// Whether `value` is a string that `input`'s enum does not hold.
+fn is_outside_enum(input: &Input, value: &Value) -> bool {
+    value.is_string() && !input.enum_values.is_empty() && !input.enum_values.contains(value)
 }
 
 /// The one value of `input`'s enum whose every word the user wrote (`profile_background` in
@@ -553,6 +573,11 @@ impl Words {
                 if s.len() >= 3 && self.lower.contains(&s) {
                     return true;
                 }
+                // An e-mail address is written as it is or not given: one made of the user's
+                // words ("the new work address" → `new_work_address@example.com`) is made up.
+                if is_email_address(&s) {
+                    return false;
+                }
                 let mine = tokens(&s);
                 if mine.is_empty() {
                     return false;
@@ -628,6 +653,15 @@ impl Words {
     fn has(&self, word: &str) -> bool {
         self.words.iter().any(|w| same_word(w, word))
     }
+}
+
+/// Whether `text` reads as one e-mail address: a name, `@`, and a domain with a dot (not a
+/// handle such as `@kwame_o`).
+fn is_email_address(text: &str) -> bool {
+    !text.contains(char::is_whitespace)
+        && text
+            .split_once('@')
+            .is_some_and(|(name, domain)| !name.is_empty() && domain.contains('.'))
 }
 
 /// Whether a word the user wrote is a name or code that a value holds whole: five
@@ -774,6 +808,24 @@ paths:
         assert_eq!(
             reviewed.repairs,
             [r#"status: "draft" read as "published", the one value the user wrote"#]
+        );
+        // The same for a value outside the enum, even one the user wrote ("ready"): the
+        // validator would send the model back to choose among the values.
+        let reviewed = review(
+            &action(),
+            &json!({"noteId": "17", "status": "ready"}),
+            "Note 17 is ready: mark it published",
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"noteId": "17", "status": "published"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [
+                r#"status: "ready" is none of its values, read as "published", the one value the user wrote"#
+            ]
         );
         // Two written, or none: the model's value goes, nothing is chosen for it.
         for said in ["Is note 17 published or archived?", "Tidy up note 17"] {
@@ -1047,6 +1099,10 @@ paths:
         assert!(Words::of("note 12").grounds(&json!(12)));
         assert!(Words::of("list dogs").grounds(&json!("dog")));
         assert!(Words::of("email me at a.b@example.org").grounds(&json!("a.b@example.org")));
+        assert!(!Words::of("switch it to the new work address")
+            .grounds(&json!("new_work_address@example.com")));
+        assert!(!Words::of("write to kim at x.org").grounds(&json!("kim@x.org")));
+        assert!(Words::of("mention kwame_o").grounds(&json!("@kwame_o")));
         assert!(Words::of("publish it").grounds(&json!("published")));
         assert!(!Words::of("publish it").grounds(&json!("draft")));
         assert!(Words::of("close it").grounds(&json!("true")));

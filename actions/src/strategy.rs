@@ -79,8 +79,9 @@ const NONE_MARGIN: f32 = 1.0;
 /// Whether `request` opens with a question for information ("What tags do we have?",
 /// "Which users are suspended?", "Do I have any new notifications?"): its first sentence ends
 /// in a question mark and starts with a question word. "Can you …?" and "Could you …?" are
-/// orders put politely, and are not such questions. In the 587 requests of
-/// `docs/data/actions/`, all 106 that open so ask for an operation that reads.
+/// orders put politely, and are not such questions. In the 647 requests of
+/// `docs/data/actions/` up to `discourse-heldout21.jsonl`, all 125 that open so ask for an
+/// operation that reads.
 fn opens_with_a_question(request: &str) -> bool {
     let request = request.trim();
     let end = request.char_indices().find(|&(at, c)| {
@@ -113,7 +114,9 @@ fn opens_with_a_question(request: &str) -> bool {
 }
 
 /// Words that open a question for information on their own ([`opens_with_a_question`]).
-const QUESTION_WORDS: [&str; 7] = ["what", "which", "who", "whose", "where", "when", "does"];
+const QUESTION_WORDS: [&str; 11] = [
+    "what", "which", "who", "whose", "where", "when", "does", "did", "has", "have", "anything",
+];
 
 /// The request of the list reading's blank read ([`Actions::calibration`]): no request at
 /// all, so what the model gives each id there is its lean towards that id on that list
@@ -2467,6 +2470,9 @@ mod tests {
             "How many topics use the tag v2.0?",
             "Do I have any new notifications?",
             "Is there a backup from last night?",
+            "Did anyone mention me today? I've been offline.",
+            "Has the nightly backup run yet?",
+            "Anything new in my notifications?",
         ] {
             assert!(opens_with_a_question(question), "{question}");
         }
