@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use walkrag_walker::jsonl::squash;
 
-use crate::action::{is_credential_name, words, Action, Input};
+use crate::action::{is_credential_name, words, Action, Input, Type};
 
 /// Keys a model groups inputs under (`{"path": {...}, "body": {...}}`); their fields are
 /// read as inputs when the action has no input of that name.
@@ -81,6 +81,17 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         if is_placeholder(&value, &name) {
             out.repairs.push(format!(
                 "{name}: dropped {value}, a placeholder, not a value"
+            ));
+            continue;
+        }
+        // A name where a required input takes a number or an id: the user named the thing
+        // another way, and no value of theirs fits; dropped, so it is asked for rather than
+        // sent back to a model that has no number to put there. (An optional one goes back
+        // to the model as a tool error, which it corrects by leaving the input out.)
+        let required = input.filter(|input| grounded && input.required);
+        if let Some(why) = required.and_then(|input| not_its_kind(input, &value)) {
+            out.repairs.push(format!(
+                "{name}: dropped {value}: {why}, the user gave none"
             ));
             continue;
         }
@@ -162,6 +173,27 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         one_input_per_value(action, &said, &mut out);
     }
     out
+}
+
+/// Why a string the model gave cannot be `input`'s value whatever the user meant: a name
+/// for a number (`"id": "dvoss_88"` for an integer user id: no word of it is a number), or
+/// several words for an id (`"id": "Community Guidelines"` for a topic's). `None` where it
+/// may be (a number written as a string is the validator's to convert).
+fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
+    let Value::String(text) = value else {
+        return None;
+    };
+    let numeric = matches!(input.ty, Type::Integer | Type::Number);
+    if numeric && !text.split_whitespace().any(|w| w.parse::<f64>().is_ok()) {
+        return Some("a name where it takes a number");
+    }
+    let an_id = identifier_tokens(&input.name)
+        .last()
+        .is_some_and(|w| w == "id");
+    if an_id && text.trim().contains(char::is_whitespace) {
+        return Some("words where it takes an id");
+    }
+    None
 }
 
 /// Whether `value` is a string that `input`'s enum does not hold.
@@ -696,8 +728,10 @@ fn identifier_tokens(name: &str) -> Vec<String> {
 }
 
 /// Equal, or forms of one word (`archive`/`archived`, `publish`/`published`): the shorter
-/// has four letters or more and the longer starts with all but at most its last two; a word
-/// of three letters only with a regular ending (`pin`/`pinned`, `ban`/`banning`, `tag`/`tags`).
+/// has four letters or more, the longer starts with all but at most its last two and goes on
+/// by at most four letters past what they share (an ending, not a word of its own:
+/// `local`/`localizations` are two words); a word of three letters only with a regular ending
+/// (`pin`/`pinned`, `ban`/`banning`, `tag`/`tags`).
 fn same_word(a: &str, b: &str) -> bool {
     if a == b {
         return true;
@@ -717,7 +751,7 @@ fn same_word(a: &str, b: &str) -> bool {
         .zip(long.chars())
         .take_while(|(x, y)| x == y)
         .count();
-    common + 2 >= short.chars().count() && common >= 4
+    common + 2 >= short.chars().count() && common >= 4 && long.chars().count() <= common + 4
 }
 
 /// Whether `long` is `short` with a regular English ending: `-s`, `-ed`, `-ing`, the last
@@ -890,6 +924,53 @@ paths:
         assert!(!said.grounds(&json!("pinnacle")));
         assert!(same_word("tag", "tagging") && same_word("tags", "tag"));
         assert!(!same_word("cat", "category"));
+        assert!(same_word("organise", "organising") && same_word("suspend", "suspended"));
+        assert!(
+            !same_word("local", "localizations"),
+            "a word of its own, not an ending"
+        );
+    }
+
+    #[test]
+    fn a_name_is_no_number_and_words_are_no_id() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/users/{id}/anonymize": {"put": {"operationId": "anonymizeUser",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]}},
+              "/t/{topic_id}/status": {"put": {"operationId": "pinTopic",
+                "parameters": [{"name": "topic_id", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
+        )
+        .unwrap();
+        let find = |id: &str| {
+            catalog
+                .actions
+                .iter()
+                .find(|a| a.operation_id == id)
+                .unwrap()
+        };
+        let (anonymize, pin) = (find("anonymizeUser"), find("pinTopic"));
+        let said = "Anonymize member dvoss_88, and pin the Community Guidelines topic, or topic 41";
+        let reviewed = review(anonymize, &json!({"id": "dvoss_88"}), said, true);
+        assert!(reviewed.params.is_empty());
+        assert_eq!(
+            reviewed.repairs,
+            [r#"id: dropped "dvoss_88": a name where it takes a number, the user gave none"#]
+        );
+        // A number written as a string is the validator's to convert.
+        let reviewed = review(anonymize, &json!({"id": "41"}), said, true);
+        assert_eq!(Value::Object(reviewed.params), json!({"id": "41"}));
+        let reviewed = review(
+            pin,
+            &json!({"topic_id": "Community Guidelines"}),
+            said,
+            true,
+        );
+        assert!(reviewed.params.is_empty(), "{:?}", reviewed.params);
+        let reviewed = review(pin, &json!({"topic_id": "41"}), said, true);
+        assert_eq!(Value::Object(reviewed.params), json!({"topic_id": "41"}));
+        // Without grounding the validator and the model deal with it.
+        let reviewed = review(anonymize, &json!({"id": "dvoss_88"}), said, false);
+        assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
     }
 
     #[test]

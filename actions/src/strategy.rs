@@ -1895,11 +1895,34 @@ fn doing(action: &Action) -> String {
     match &action.summary {
         Some(summary) if !summary.trim().is_empty() => {
             let summary = summary.trim().trim_end_matches('.');
-            let mut chars = summary.chars();
-            let first = chars.next().map(|c| c.to_lowercase().collect::<String>());
-            format!("{}{}", first.unwrap_or_default(), chars.as_str())
+            let (verb, rest) = summary.split_once(' ').unwrap_or((summary, ""));
+            let verb = base_form(&verb.to_lowercase());
+            if rest.is_empty() {
+                verb
+            } else {
+                format!("{verb} {rest}")
+            }
         }
         _ => format!("call {}", action.operation_id),
+    }
+}
+
+/// A summary's first word as "To … I need" takes it: `creates` → `create`, `pushes` →
+/// `push`, `lists` → `list`; other words as they are (`get`, `access`, `status`).
+fn base_form(verb: &str) -> String {
+    let sibilant = ["shes", "ches", "xes", "sses", "zes"];
+    if sibilant.iter().any(|end| verb.ends_with(end)) {
+        return verb[..verb.len() - 2].to_string();
+    }
+    match verb.strip_suffix('s') {
+        Some(stem)
+            if stem.len() >= 3
+                && !stem.ends_with(['s', 'u', 'i'])
+                && stem.chars().all(char::is_alphabetic) =>
+        {
+            stem.to_string()
+        }
+        _ => verb.to_string(),
     }
 }
 
@@ -2459,6 +2482,22 @@ mod tests {
         assert!(names("Which id, and which post ids?", "id"));
         assert!(names("Which post ids?", "post_ids[]"));
         assert!(!names("Which post?", "post_id"));
+    }
+
+    #[test]
+    fn a_summary_in_the_third_person_asks_in_the_base_form() {
+        for (verb, base) in [
+            ("creates", "create"),
+            ("lists", "list"),
+            ("pushes", "push"),
+            ("processes", "process"),
+            ("uses", "use"),
+            ("get", "get"),
+            ("access", "access"),
+            ("status", "status"),
+        ] {
+            assert_eq!(base_form(verb), base, "{verb}");
+        }
     }
 
     #[test]
