@@ -84,17 +84,6 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             ));
             continue;
         }
-        // A name where a required input takes a number or an id: the user named the thing
-        // another way, and no value of theirs fits; dropped, so it is asked for rather than
-        // sent back to a model that has no number to put there. (An optional one goes back
-        // to the model as a tool error, which it corrects by leaving the input out.)
-        let required = input.filter(|input| grounded && input.required);
-        if let Some(why) = required.and_then(|input| not_its_kind(input, &value)) {
-            out.repairs.push(format!(
-                "{name}: dropped {value}: {why}, the user gave none"
-            ));
-            continue;
-        }
         // A value outside the input's enum, where the user wrote exactly one of its values
         // (`"upload_type": "video"` for "a video for a post in the composer"): theirs, rather
         // than a tool error that sends the model back to choose.
@@ -127,6 +116,28 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
                 }
                 continue;
             }
+        }
+        // A name where a required input takes a number, or words where it takes an id, a
+        // username or a file name: the user named the thing another way, and no value of
+        // theirs fits; dropped, so it is asked for rather than sent back to a model that has
+        // nothing to put there. Words around one name or code the user wrote keep that
+        // (`backup forum-2025-03-14.tar.gz`). (An optional input goes back to the model as a
+        // tool error, which it corrects by leaving the input out.)
+        let required = input.filter(|input| grounded && input.required);
+        if let Some(why) = required.and_then(|input| not_its_kind(input, &value)) {
+            let words = value.as_str().filter(|text| text.trim().contains(' '));
+            match words.and_then(|text| said.one_code_among(text)) {
+                Some(code) => {
+                    out.repairs.push(format!(
+                        "{name}: kept {code:?} of {value}: the user wrote only that"
+                    ));
+                    out.params.insert(name, Value::String(code));
+                }
+                None => out.repairs.push(format!(
+                    "{name}: dropped {value}: {why}, the user gave none"
+                )),
+            }
+            continue;
         }
         let given = match (input, flag(&value)) {
             // An optional switch the user never named (`delete_posts: true`) is a guess; a
@@ -177,8 +188,9 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
 
 /// Why a string the model gave cannot be `input`'s value whatever the user meant: a name
 /// for a number (`"id": "dvoss_88"` for an integer user id: no word of it is a number), or
-/// several words for an id (`"id": "Community Guidelines"` for a topic's). `None` where it
-/// may be (a number written as a string is the validator's to convert).
+/// several words for an id, a username or a file name (`"id": "Community Guidelines"` for a
+/// topic's, `"filename": "last night's backup"`). `None` where it may be (a number written
+/// as a string is the validator's to convert).
 fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     let Value::String(text) = value else {
         return None;
@@ -187,13 +199,22 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     if numeric && !text.split_whitespace().any(|w| w.parse::<f64>().is_ok()) {
         return Some("a name where it takes a number");
     }
-    let an_id = identifier_tokens(&input.name)
-        .last()
-        .is_some_and(|w| w == "id");
-    if an_id && text.trim().contains(char::is_whitespace) {
-        return Some("words where it takes an id");
+    if !text.trim().contains(char::is_whitespace) {
+        return None;
     }
-    None
+    let name = squash(&input.name);
+    if identifier_tokens(&input.name)
+        .last()
+        .is_some_and(|w| w == "id")
+    {
+        Some("words where it takes an id")
+    } else if name.ends_with("username") {
+        Some("words where it takes a username")
+    } else if name.ends_with("filename") {
+        Some("words where it takes a file name")
+    } else {
+        None
+    }
 }
 
 /// Whether `value` is a string that `input`'s enum does not hold.
@@ -585,6 +606,21 @@ impl Words {
         })
     }
 
+    /// The one word of `text` (of several) that is a name or code the user wrote
+    /// ([`is_code`]); `None` where there is none or more than one.
+    pub fn one_code_among(&self, text: &str) -> Option<String> {
+        let mut written = text
+            .split_whitespace()
+            .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|word| {
+                self.codes
+                    .iter()
+                    .any(|code| code.eq_ignore_ascii_case(word))
+            });
+        let one = written.next()?;
+        written.next().is_none().then(|| one.to_string())
+    }
+
     /// Whether `value` was given: a string appears whole, or at least half its words do; a
     /// number appears as a word; every item of a list and every field of an object is given;
     /// booleans need no words.
@@ -968,6 +1004,57 @@ paths:
         assert!(reviewed.params.is_empty(), "{:?}", reviewed.params);
         let reviewed = review(pin, &json!({"topic_id": "41"}), said, true);
         assert_eq!(Value::Object(reviewed.params), json!({"topic_id": "41"}));
+        // Several words for a username or a file name; a file name the model dressed up keeps
+        // the user's.
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/backups/{filename}": {"put": {"operationId": "mailBackup",
+                "parameters": [{"name": "filename", "in": "path", "required": true, "schema": {"type": "string"}}]}},
+              "/u/{username}": {"get": {"operationId": "getUser",
+                "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
+        )
+        .unwrap();
+        let find = |id: &str| {
+            catalog
+                .actions
+                .iter()
+                .find(|a| a.operation_id == id)
+                .unwrap()
+        };
+        let said = "Mail me last night's backup, and show Dana Linden's profile";
+        let mail = |filename: &str| {
+            review(
+                find("mailBackup"),
+                &json!({"filename": filename}),
+                said,
+                true,
+            )
+        };
+        assert!(mail("last night's backup").params.is_empty());
+        let said = "Mail me backup forum-2025-03-14.tar.gz";
+        let reviewed = review(
+            find("mailBackup"),
+            &json!({"filename": "backup forum-2025-03-14.tar.gz"}),
+            said,
+            true,
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"filename": "forum-2025-03-14.tar.gz"})
+        );
+        let said = "show Dana Linden's profile";
+        let reviewed = review(
+            find("getUser"),
+            &json!({"username": "Dana Linden"}),
+            said,
+            true,
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [
+                r#"username: dropped "Dana Linden": words where it takes a username, the user gave none"#
+            ]
+        );
         // Without grounding the validator and the model deal with it.
         let reviewed = review(anonymize, &json!({"id": "dvoss_88"}), said, false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));

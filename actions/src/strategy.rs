@@ -792,15 +792,55 @@ impl Actions {
             .chat_with(model, 1, "guess", chat, &self.control)
             .await?;
         let text = completion.text.trim();
-        let words = guessed_words(text);
+        let foreign = self.foreign_example_words(request);
+        let words = guessed_words(text, &foreign);
+        let copied = guessed_words(text, &[]) != words;
         run.record_action(ActionStep {
             cycle: 1,
             action: "guess".into(),
             text: Some(text.to_string()),
             outcome: if words.is_some() { "guessed" } else { "none" }.into(),
+            result: if copied {
+                format!(
+                    "searched with {:?}: ids with the prompt example's {} left out",
+                    words.as_deref().unwrap_or(""),
+                    foreign.join(", ")
+                )
+            } else {
+                String::new()
+            },
             ..ActionStep::default()
         });
         Ok(words)
+    }
+
+    /// The objects of the guess prompt's example answer (each id's words after its verb)
+    /// that neither `request` nor any operation id of the APIs has (`book`, for an API
+    /// without books): a guessed id holding one was copied from the example
+    /// ([`guessed_words`]). Verbs (`delete`, `retire`) are any API's.
+    fn foreign_example_words(&self, request: &str) -> Vec<String> {
+        let example = GUESS_PROMPT.trim().lines().last().unwrap_or_default();
+        let said: Vec<String> = crate::action::words(request);
+        let mut foreign: Vec<String> = example
+            .split(',')
+            .flat_map(|id| crate::action::words(id).into_iter().skip(1))
+            .collect();
+        foreign.sort();
+        foreign.dedup();
+        foreign.retain(|w| {
+            let plural = format!("{w}s");
+            let in_api = self
+                .apis
+                .iter()
+                .flat_map(|api| &api.catalog.actions)
+                .any(|a| {
+                    crate::action::words(&a.operation_id)
+                        .iter()
+                        .any(|x| x == w || *x == plural)
+                });
+            !in_api && !said.iter().any(|x| x == w || *x == plural)
+        });
+        foreign
     }
 
     /// The model that finds the operation (writes the guess, weighs the pick):
@@ -1977,12 +2017,19 @@ fn value_text(value: &Value) -> String {
 /// The words of the identifiers in a guess (at most three distinct ones, each at most 60
 /// characters, so a rambling or looping reply cannot swamp the search); `None` when there
 /// are none.
-fn guessed_words(text: &str) -> Option<String> {
+///
+/// Ids holding one of the `foreign` words are skipped: words of the guess prompt's example
+/// ("deleteBook, removeBook, retireBook") that neither the request nor any operation of the
+/// APIs has ([`Actions::foreign_example_words`]). A small model copies the example's object
+/// into its guess ("getBook" for a post, the example's whole answer for "fix the text of post
+/// 771042"), and those words only pull unrelated operations into the search.
+fn guessed_words(text: &str, foreign: &[String]) -> Option<String> {
     let mut ids: Vec<&str> = Vec::new();
     for id in text
         .split(|c: char| c == ',' || c.is_whitespace())
         .map(|id| id.trim_matches(|c: char| !c.is_alphanumeric()))
         .filter(|id| !id.is_empty() && id.len() <= 60)
+        .filter(|id| !crate::action::words(id).iter().any(|w| foreign.contains(w)))
     {
         if !ids.iter().any(|seen| seen.eq_ignore_ascii_case(id)) {
             ids.push(id);
@@ -2450,6 +2497,7 @@ mod tests {
 
     #[test]
     fn a_guess_is_read_as_the_words_of_at_most_three_ids() {
+        let guessed_words = |text: &str| super::guessed_words(text, &[]);
         assert_eq!(
             guessed_words("suspendUser, banUser").as_deref(),
             Some("suspend user ban user")

@@ -974,6 +974,55 @@ async fn the_operation_ids_the_model_guesses_are_searched_with_the_request() {
 }
 
 #[tokio::test]
+async fn guessed_ids_copied_from_the_prompts_example_are_left_out() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.guess = true;
+    let guess = |text: &str| Turn::Reply(text.into());
+    let guess_step = |answer: &Answer| actions_of(answer).remove(0);
+    // The example's object (a book) is in neither the request nor the notes API.
+    let request = "That is junk, number 7 has to go";
+    for (guessed, result) in [
+        (
+            "deleteBook, removeBook, deleteNote",
+            r#"searched with "delete note": ids with the prompt example's book left out"#,
+        ),
+        ("deleteNote, removeNote", ""),
+    ] {
+        let model = ScriptedChatModel::new(vec![
+            guess(guessed),
+            pick("none"),
+            respond("No."),
+            respond("No."),
+        ]);
+        let (answer, _) = run(&actions, &index, &model, request).await;
+        let step = guess_step(&answer);
+        assert_eq!(step.outcome, "guessed");
+        assert_eq!(step.result, result);
+    }
+    // Only copies: searched with the request alone.
+    let model = ScriptedChatModel::new(vec![
+        guess("deleteBook, retireBook"),
+        pick("none"),
+        respond("No."),
+        respond("No."),
+    ]);
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert_eq!(guess_step(&answer).outcome, "none");
+    // A request about books keeps them.
+    let model = ScriptedChatModel::new(vec![
+        guess("deleteBook"),
+        pick("none"),
+        respond("No."),
+        respond("No."),
+    ]);
+    let (answer, _) = run(&actions, &index, &model, "Take the book notes out").await;
+    assert_eq!(guess_step(&answer).outcome, "guessed");
+    assert_eq!(guess_step(&answer).result, "");
+}
+
+#[tokio::test]
 async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
     let server = Server::start().await;
     let index = notes_index();
