@@ -974,81 +974,46 @@ paths:
               "/users/{id}/anonymize": {"put": {"operationId": "anonymizeUser",
                 "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]}},
               "/t/{topic_id}/status": {"put": {"operationId": "pinTopic",
-                "parameters": [{"name": "topic_id", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
-        )
-        .unwrap();
-        let find = |id: &str| {
-            catalog
-                .actions
-                .iter()
-                .find(|a| a.operation_id == id)
-                .unwrap()
-        };
-        let (anonymize, pin) = (find("anonymizeUser"), find("pinTopic"));
-        let said = "Anonymize member dvoss_88, and pin the Community Guidelines topic, or topic 41";
-        let reviewed = review(anonymize, &json!({"id": "dvoss_88"}), said, true);
-        assert!(reviewed.params.is_empty());
-        assert_eq!(
-            reviewed.repairs,
-            [r#"id: dropped "dvoss_88": a name where it takes a number, the user gave none"#]
-        );
-        // A number written as a string is the validator's to convert.
-        let reviewed = review(anonymize, &json!({"id": "41"}), said, true);
-        assert_eq!(Value::Object(reviewed.params), json!({"id": "41"}));
-        let reviewed = review(
-            pin,
-            &json!({"topic_id": "Community Guidelines"}),
-            said,
-            true,
-        );
-        assert!(reviewed.params.is_empty(), "{:?}", reviewed.params);
-        let reviewed = review(pin, &json!({"topic_id": "41"}), said, true);
-        assert_eq!(Value::Object(reviewed.params), json!({"topic_id": "41"}));
-        // Several words for a username or a file name; a file name the model dressed up keeps
-        // the user's.
-        let catalog = Catalog::parse(
-            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+                "parameters": [{"name": "topic_id", "in": "path", "required": true, "schema": {"type": "string"}}]}},
               "/backups/{filename}": {"put": {"operationId": "mailBackup",
                 "parameters": [{"name": "filename", "in": "path", "required": true, "schema": {"type": "string"}}]}},
               "/u/{username}": {"get": {"operationId": "getUser",
                 "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
         )
         .unwrap();
-        let find = |id: &str| {
-            catalog
-                .actions
-                .iter()
-                .find(|a| a.operation_id == id)
-                .unwrap()
+        let said = "Anonymize member dvoss_88, pin the Community Guidelines topic (or topic 41), \
+                    mail me last night's backup or backup forum-2025-03-14.tar.gz, and show \
+                    Dana Linden's profile";
+        let check = |id: &str, params: Value, grounded: bool| {
+            let action = catalog.actions.iter().find(|a| a.operation_id == id);
+            review(action.unwrap(), &params, said, grounded)
         };
-        let said = "Mail me last night's backup, and show Dana Linden's profile";
-        let mail = |filename: &str| {
-            review(
-                find("mailBackup"),
-                &json!({"filename": filename}),
-                said,
-                true,
-            )
-        };
-        assert!(mail("last night's backup").params.is_empty());
-        let said = "Mail me backup forum-2025-03-14.tar.gz";
-        let reviewed = review(
-            find("mailBackup"),
-            &json!({"filename": "backup forum-2025-03-14.tar.gz"}),
-            said,
-            true,
-        );
+        let kept = |id: &str, params: Value| Value::Object(check(id, params, true).params);
+        let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), true);
+        assert!(reviewed.params.is_empty());
         assert_eq!(
-            Value::Object(reviewed.params),
+            reviewed.repairs,
+            [r#"id: dropped "dvoss_88": a name where it takes a number, the user gave none"#]
+        );
+        // A number written as a string is the validator's to convert.
+        assert_eq!(
+            kept("anonymizeUser", json!({"id": "41"})),
+            json!({"id": "41"})
+        );
+        let topic = json!({"topic_id": "Community Guidelines"});
+        assert_eq!(kept("pinTopic", topic), json!({}));
+        let topic = json!({"topic_id": "41"});
+        assert_eq!(kept("pinTopic", topic.clone()), topic);
+        // Several words for a username or a file name; a file name the model dressed up keeps
+        // the user's.
+        let backup = json!({"filename": "last night's backup"});
+        assert_eq!(kept("mailBackup", backup), json!({}));
+        let backup = json!({"filename": "backup forum-2025-03-14.tar.gz"});
+        assert_eq!(
+            kept("mailBackup", backup),
             json!({"filename": "forum-2025-03-14.tar.gz"})
         );
-        let said = "show Dana Linden's profile";
-        let reviewed = review(
-            find("getUser"),
-            &json!({"username": "Dana Linden"}),
-            said,
-            true,
-        );
+        let reviewed = check("getUser", json!({"username": "Dana Linden"}), true);
         assert_eq!(
             reviewed.repairs,
             [
@@ -1056,7 +1021,7 @@ paths:
             ]
         );
         // Without grounding the validator and the model deal with it.
-        let reviewed = review(anonymize, &json!({"id": "dvoss_88"}), said, false);
+        let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
     }
 

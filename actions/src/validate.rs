@@ -486,8 +486,8 @@ impl Checker {
                     return true;
                 }
                 let parsed = match value.as_str().map(|s| s.trim().to_ascii_lowercase()) {
-                    Some(s) if s == "true" => Some(true),
-                    Some(s) if s == "false" => Some(false),
+                    Some(s) if s == "true" || s == "yes" => Some(true),
+                    Some(s) if s == "false" || s == "no" => Some(false),
                     _ => None,
                 };
                 match parsed {

@@ -310,6 +310,13 @@ fn a_prefixed_body_field_is_sent_under_its_own_name() {
         prepared.body.unwrap().value,
         json!({ "noteId": "2", "pinned": true })
     );
+    // "yes" and "no" are a switch's values as plainly as "true" and "false".
+    for (said, switch) in [("yes", true), ("No", false)] {
+        let prepared = patch
+            .prepare(&json!({ "noteId": "1", "pinned": said }))
+            .unwrap();
+        assert_eq!(prepared.body.unwrap().value, json!({ "pinned": switch }));
+    }
 }
 
 #[test]
