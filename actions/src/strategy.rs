@@ -801,9 +801,12 @@ impl Actions {
             text: Some(text.to_string()),
             outcome: if words.is_some() { "guessed" } else { "none" }.into(),
             result: if copied {
+                let searched = match &words {
+                    Some(words) => format!("{words:?}"),
+                    None => "the request alone".into(),
+                };
                 format!(
-                    "searched with {:?}: ids with the prompt example's {} left out",
-                    words.as_deref().unwrap_or(""),
+                    "searched with {searched}: ids with the prompt example's {} left out",
                     foreign.join(", ")
                 )
             } else {

@@ -1009,7 +1009,12 @@ async fn guessed_ids_copied_from_the_prompts_example_are_left_out() {
         respond("No."),
     ]);
     let (answer, _) = run(&actions, &index, &model, request).await;
-    assert_eq!(guess_step(&answer).outcome, "none");
+    let step = guess_step(&answer);
+    assert_eq!(step.outcome, "none");
+    assert_eq!(
+        step.result,
+        "searched with the request alone: ids with the prompt example's book left out"
+    );
     // A request about books keeps them.
     let model = ScriptedChatModel::new(vec![
         guess("deleteBook"),
