@@ -865,38 +865,28 @@ paths:
 
     #[test]
     fn an_enum_value_the_user_did_not_write_becomes_the_one_they_did() {
-        let reviewed = review(
-            &action(),
-            &json!({"noteId": "17", "status": "draft"}),
-            "Note 17 is done: mark it published",
-            true,
-        );
-        assert_eq!(
-            Value::Object(reviewed.params),
-            json!({"noteId": "17", "status": "published"})
-        );
-        assert_eq!(
-            reviewed.repairs,
-            [r#"status: "draft" read as "published", the one value the user wrote"#]
-        );
-        // The same for a value outside the enum, even one the user wrote ("ready"): the
-        // validator would send the model back to choose among the values.
-        let reviewed = review(
-            &action(),
-            &json!({"noteId": "17", "status": "ready"}),
-            "Note 17 is ready: mark it published",
-            true,
-        );
-        assert_eq!(
-            Value::Object(reviewed.params),
-            json!({"noteId": "17", "status": "published"})
-        );
-        assert_eq!(
-            reviewed.repairs,
-            [
-                r#"status: "ready" is none of its values, read as "published", the one value the user wrote"#
-            ]
-        );
+        // A value the user did not write, or one outside the enum even where they wrote it
+        // ("ready": the validator would send the model back to choose among the values).
+        for (given, said, repair) in [
+            (
+                "draft",
+                "Note 17 is done: mark it published",
+                r#"status: "draft" read as "published", the one value the user wrote"#,
+            ),
+            (
+                "ready",
+                "Note 17 is ready: mark it published",
+                r#"status: "ready" is none of its values, read as "published", the one value the user wrote"#,
+            ),
+        ] {
+            let params = json!({"noteId": "17", "status": given});
+            let reviewed = review(&action(), &params, said, true);
+            assert_eq!(
+                Value::Object(reviewed.params),
+                json!({"noteId": "17", "status": "published"})
+            );
+            assert_eq!(reviewed.repairs, [repair]);
+        }
         // Two written, or none: the model's value goes, nothing is chosen for it.
         for said in ["Is note 17 published or archived?", "Tidy up note 17"] {
             let reviewed = review(

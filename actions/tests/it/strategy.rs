@@ -979,52 +979,46 @@ async fn guessed_ids_copied_from_the_prompts_example_are_left_out() {
     let index = notes_index();
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     actions.guess = true;
-    let guess = |text: &str| Turn::Reply(text.into());
-    let guess_step = |answer: &Answer| actions_of(answer).remove(0);
-    // The example's object (a book) is in neither the request nor the notes API.
-    let request = "That is junk, number 7 has to go";
-    for (guessed, result) in [
-        (
-            "deleteBook, removeBook, deleteNote",
-            r#"searched with "delete note": ids with the prompt example's book left out"#,
-        ),
-        ("deleteNote, removeNote", ""),
-    ] {
-        let model = ScriptedChatModel::new(vec![
-            guess(guessed),
+    // The guess step of `request` after the guess `guessed` (then no pick, and no call).
+    let guess_step = |guessed: &str, request: &'static str| {
+        let turns = vec![
+            Turn::Reply(guessed.into()),
             pick("none"),
             respond("No."),
             respond("No."),
-        ]);
-        let (answer, _) = run(&actions, &index, &model, request).await;
-        let step = guess_step(&answer);
-        assert_eq!(step.outcome, "guessed");
-        assert_eq!(step.result, result);
-    }
-    // Only copies: searched with the request alone.
-    let model = ScriptedChatModel::new(vec![
-        guess("deleteBook, retireBook"),
-        pick("none"),
-        respond("No."),
-        respond("No."),
-    ]);
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    let step = guess_step(&answer);
-    assert_eq!(step.outcome, "none");
+        ];
+        let actions = &actions;
+        let index = &index;
+        async move {
+            let model = ScriptedChatModel::new(turns);
+            let (answer, _) = run(actions, index, &model, request).await;
+            let step = actions_of(&answer).remove(0);
+            (step.outcome, step.result)
+        }
+    };
+    // The example's object (a book) is in neither the request nor the notes API.
+    let request = "That is junk, number 7 has to go";
+    let copied = |searched: &str| {
+        format!("searched with {searched}: ids with the prompt example's book left out")
+    };
     assert_eq!(
-        step.result,
-        "searched with the request alone: ids with the prompt example's book left out"
+        guess_step("deleteBook, removeBook, deleteNote", request).await,
+        ("guessed".into(), copied(r#""delete note""#))
+    );
+    assert_eq!(
+        guess_step("deleteNote, removeNote", request).await,
+        ("guessed".into(), String::new())
+    );
+    // Only copies: searched with the request alone.
+    assert_eq!(
+        guess_step("deleteBook, retireBook", request).await,
+        ("none".into(), copied("the request alone"))
     );
     // A request about books keeps them.
-    let model = ScriptedChatModel::new(vec![
-        guess("deleteBook"),
-        pick("none"),
-        respond("No."),
-        respond("No."),
-    ]);
-    let (answer, _) = run(&actions, &index, &model, "Take the book notes out").await;
-    assert_eq!(guess_step(&answer).outcome, "guessed");
-    assert_eq!(guess_step(&answer).result, "");
+    assert_eq!(
+        guess_step("deleteBook", "Take the book notes out").await,
+        ("guessed".into(), String::new())
+    );
 }
 
 #[tokio::test]
