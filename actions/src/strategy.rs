@@ -801,14 +801,15 @@ impl Actions {
             text: Some(text.to_string()),
             outcome: if words.is_some() { "guessed" } else { "none" }.into(),
             result: if copied {
-                let searched = match &words {
-                    Some(words) => format!("{words:?}"),
-                    None => "the request alone".into(),
-                };
-                format!(
-                    "searched with {searched}: ids with the prompt example's {} left out",
-                    foreign.join(", ")
-                )
+                match &words {
+                    Some(words) => format!(
+                        "searched with {words:?}: the prompt example's {} left out",
+                        foreign.join(", ")
+                    ),
+                    None => "searched with the request alone: the guess was the prompt's \
+                             example"
+                        .into(),
+                }
             } else {
                 String::new()
             },
@@ -819,7 +820,7 @@ impl Actions {
 
     /// The objects of the guess prompt's example answer (each id's words after its verb)
     /// that neither `request` nor any operation id of the APIs has (`book`, for an API
-    /// without books): a guessed id holding one was copied from the example
+    /// without books): in a guessed id it was copied from the example, and is left out
     /// ([`guessed_words`]). Verbs (`delete`, `retire`) are any API's.
     fn foreign_example_words(&self, request: &str) -> Vec<String> {
         let example = GUESS_PROMPT.trim().lines().last().unwrap_or_default();
@@ -2021,18 +2022,18 @@ fn value_text(value: &Value) -> String {
 /// characters, so a rambling or looping reply cannot swamp the search); `None` when there
 /// are none.
 ///
-/// Ids holding one of the `foreign` words are skipped: words of the guess prompt's example
-/// ("deleteBook, removeBook, retireBook") that neither the request nor any operation of the
-/// APIs has ([`Actions::foreign_example_words`]). A small model copies the example's object
-/// into its guess ("getBook" for a post, the example's whole answer for "fix the text of post
-/// 771042"), and those words only pull unrelated operations into the search.
+/// A small model copies the guess prompt's example ("deleteBook, removeBook, retireBook")
+/// into its guess: its object ("getBook" for a post), or its whole answer ("fix the text of
+/// post 771042"). The `foreign` words, the example's objects that neither the request nor
+/// any operation of the APIs has ([`Actions::foreign_example_words`]), are left out of
+/// each id (plural too), so its verb still counts ("updateBook" → `update`); a guess that is
+/// the example's answer itself counts for nothing.
 fn guessed_words(text: &str, foreign: &[String]) -> Option<String> {
     let mut ids: Vec<&str> = Vec::new();
     for id in text
         .split(|c: char| c == ',' || c.is_whitespace())
         .map(|id| id.trim_matches(|c: char| !c.is_alphanumeric()))
         .filter(|id| !id.is_empty() && id.len() <= 60)
-        .filter(|id| !crate::action::words(id).iter().any(|w| foreign.contains(w)))
     {
         if !ids.iter().any(|seen| seen.eq_ignore_ascii_case(id)) {
             ids.push(id);
@@ -2041,7 +2042,25 @@ fn guessed_words(text: &str, foreign: &[String]) -> Option<String> {
             break;
         }
     }
-    let words: Vec<String> = ids.into_iter().flat_map(crate::action::words).collect();
+    let is_foreign = |word: &String| {
+        foreign
+            .iter()
+            .any(|f| word == f || word.strip_suffix('s') == Some(f))
+    };
+    let example = GUESS_PROMPT.trim().lines().last().unwrap_or_default();
+    let copied = |id: &&str| {
+        example
+            .split(',')
+            .any(|shown| shown.trim().eq_ignore_ascii_case(id))
+    };
+    if !foreign.is_empty() && ids.iter().all(copied) {
+        return None;
+    }
+    let words: Vec<String> = ids
+        .into_iter()
+        .flat_map(crate::action::words)
+        .filter(|word| !is_foreign(word))
+        .collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
 
