@@ -792,59 +792,15 @@ impl Actions {
             .chat_with(model, 1, "guess", chat, &self.control)
             .await?;
         let text = completion.text.trim();
-        let foreign = self.foreign_example_words(request);
-        let words = guessed_words(text, &foreign);
-        let copied = guessed_words(text, &[]) != words;
+        let words = guessed_words(text);
         run.record_action(ActionStep {
             cycle: 1,
             action: "guess".into(),
             text: Some(text.to_string()),
             outcome: if words.is_some() { "guessed" } else { "none" }.into(),
-            result: if copied {
-                match &words {
-                    Some(words) => format!(
-                        "searched with {words:?}: the prompt example's {} left out",
-                        foreign.join(", ")
-                    ),
-                    None => "searched with the request alone: the guess was the prompt's \
-                             example"
-                        .into(),
-                }
-            } else {
-                String::new()
-            },
             ..ActionStep::default()
         });
         Ok(words)
-    }
-
-    /// The objects of the guess prompt's example answer (each id's words after its verb)
-    /// that neither `request` nor any operation id of the APIs has (`book`, for an API
-    /// without books): in a guessed id it was copied from the example, and is left out
-    /// ([`guessed_words`]). Verbs (`delete`, `retire`) are any API's.
-    fn foreign_example_words(&self, request: &str) -> Vec<String> {
-        let example = GUESS_PROMPT.trim().lines().last().unwrap_or_default();
-        let said: Vec<String> = crate::action::words(request);
-        let mut foreign: Vec<String> = example
-            .split(',')
-            .flat_map(|id| crate::action::words(id).into_iter().skip(1))
-            .collect();
-        foreign.sort();
-        foreign.dedup();
-        foreign.retain(|w| {
-            let plural = format!("{w}s");
-            let in_api = self
-                .apis
-                .iter()
-                .flat_map(|api| &api.catalog.actions)
-                .any(|a| {
-                    crate::action::words(&a.operation_id)
-                        .iter()
-                        .any(|x| x == w || *x == plural)
-                });
-            !in_api && !said.iter().any(|x| x == w || *x == plural)
-        });
-        foreign
     }
 
     /// The model that finds the operation (writes the guess, weighs the pick):
@@ -2021,14 +1977,7 @@ fn value_text(value: &Value) -> String {
 /// The words of the identifiers in a guess (at most three distinct ones, each at most 60
 /// characters, so a rambling or looping reply cannot swamp the search); `None` when there
 /// are none.
-///
-/// A small model copies the guess prompt's example ("deleteBook, removeBook, retireBook")
-/// into its guess: its object ("getBook" for a post), or its whole answer ("fix the text of
-/// post 771042"). The `foreign` words, the example's objects that neither the request nor
-/// any operation of the APIs has ([`Actions::foreign_example_words`]), are left out of
-/// each id (plural too), so its verb still counts ("updateBook" → `update`); a guess that is
-/// the example's answer itself counts for nothing.
-fn guessed_words(text: &str, foreign: &[String]) -> Option<String> {
+fn guessed_words(text: &str) -> Option<String> {
     let mut ids: Vec<&str> = Vec::new();
     for id in text
         .split(|c: char| c == ',' || c.is_whitespace())
@@ -2042,25 +1991,7 @@ fn guessed_words(text: &str, foreign: &[String]) -> Option<String> {
             break;
         }
     }
-    let is_foreign = |word: &String| {
-        foreign
-            .iter()
-            .any(|f| word == f || word.strip_suffix('s') == Some(f))
-    };
-    let example = GUESS_PROMPT.trim().lines().last().unwrap_or_default();
-    let copied = |id: &&str| {
-        example
-            .split(',')
-            .any(|shown| shown.trim().eq_ignore_ascii_case(id))
-    };
-    if !foreign.is_empty() && ids.iter().all(copied) {
-        return None;
-    }
-    let words: Vec<String> = ids
-        .into_iter()
-        .flat_map(crate::action::words)
-        .filter(|word| !is_foreign(word))
-        .collect();
+    let words: Vec<String> = ids.into_iter().flat_map(crate::action::words).collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
 
@@ -2519,7 +2450,6 @@ mod tests {
 
     #[test]
     fn a_guess_is_read_as_the_words_of_at_most_three_ids() {
-        let guessed_words = |text: &str| super::guessed_words(text, &[]);
         assert_eq!(
             guessed_words("suspendUser, banUser").as_deref(),
             Some("suspend user ban user")

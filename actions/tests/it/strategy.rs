@@ -974,58 +974,6 @@ async fn the_operation_ids_the_model_guesses_are_searched_with_the_request() {
 }
 
 #[tokio::test]
-async fn guessed_ids_copied_from_the_prompts_example_are_left_out() {
-    let server = Server::start().await;
-    let index = notes_index();
-    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    actions.guess = true;
-    // The guess step of `request` after the guess `guessed` (then no pick, and no call).
-    let guess_step = |guessed: &str, request: &'static str| {
-        let turns = vec![
-            Turn::Reply(guessed.into()),
-            pick("none"),
-            respond("No."),
-            respond("No."),
-        ];
-        let actions = &actions;
-        let index = &index;
-        async move {
-            let model = ScriptedChatModel::new(turns);
-            let (answer, _) = run(actions, index, &model, request).await;
-            let step = actions_of(&answer).remove(0);
-            (step.outcome, step.result)
-        }
-    };
-    // The example's object (a book) is in neither the request nor the notes API: its verbs
-    // still count.
-    let request = "That is junk, number 7 has to go";
-    assert_eq!(
-        guess_step("removeBooks, deleteNote", request).await,
-        (
-            "guessed".into(),
-            r#"searched with "remove delete note": the prompt example's book left out"#.into()
-        )
-    );
-    assert_eq!(
-        guess_step("deleteNote, removeNote", request).await,
-        ("guessed".into(), String::new())
-    );
-    // The example's answer itself: searched with the request alone.
-    assert_eq!(
-        guess_step("deleteBook, removeBook, retireBook", request).await,
-        (
-            "none".into(),
-            "searched with the request alone: the guess was the prompt's example".into()
-        )
-    );
-    // A request about books keeps them.
-    assert_eq!(
-        guess_step("deleteBook", "Take the book notes out").await,
-        ("guessed".into(), String::new())
-    );
-}
-
-#[tokio::test]
 async fn the_search_fuses_embedding_and_word_rankings_and_keeps_similarities() {
     let server = Server::start().await;
     let index = notes_index();
