@@ -125,8 +125,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         // tool error, which it corrects by leaving the input out.)
         let required = input.filter(|input| grounded && input.required);
         if let Some(why) = required.and_then(|input| not_its_kind(input, &value)) {
-            let words = value.as_str().filter(|text| text.trim().contains(' '));
-            match words.and_then(|text| said.one_code_among(text)) {
+            match value.as_str().and_then(|text| said.one_code_among(text)) {
                 Some(code) => {
                     out.repairs.push(format!(
                         "{name}: kept {code:?} of {value}: the user wrote only that"
@@ -572,9 +571,7 @@ impl Words {
         Self {
             lower: text.to_lowercase(),
             words: tokens(text),
-            codes: text
-                .split_whitespace()
-                .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+            codes: bare_words(text)
                 .filter(|word| is_code(word))
                 .map(str::to_string)
                 .collect(),
@@ -606,17 +603,18 @@ impl Words {
         })
     }
 
-    /// The one word of `text` (of several) that is a name or code the user wrote
-    /// ([`is_code`]); `None` where there is none or more than one.
+    /// The one word of `text`, a text of several words, that is a name or code the user
+    /// wrote ([`is_code`]); `None` where there is none or more than one, and for a text of
+    /// one word.
     pub fn one_code_among(&self, text: &str) -> Option<String> {
-        let mut written = text
-            .split_whitespace()
-            .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
-            .filter(|word| {
-                self.codes
-                    .iter()
-                    .any(|code| code.eq_ignore_ascii_case(word))
-            });
+        if !text.trim().contains(char::is_whitespace) {
+            return None;
+        }
+        let mut written = bare_words(text).filter(|word| {
+            self.codes
+                .iter()
+                .any(|code| code.eq_ignore_ascii_case(word))
+        });
         let one = written.next()?;
         written.next().is_none().then(|| one.to_string())
     }
@@ -721,6 +719,12 @@ impl Words {
     fn has(&self, word: &str) -> bool {
         self.words.iter().any(|w| same_word(w, word))
     }
+}
+
+/// The whitespace-separated words of `text` without the punctuation around them.
+fn bare_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
 }
 
 /// Whether `text` reads as one e-mail address: a name, `@`, and a domain with a dot (not a

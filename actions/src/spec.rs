@@ -238,8 +238,9 @@ fn read_operation(
 
 /// What the operation's first successful (2xx) JSON response holds, by field name: each
 /// field of an object, with its own fields (its items' for an array), or the items' fields
-/// of a response that is a list, in the order `order` has them. Nothing is sent from it, so a response the document
-/// describes badly (an external or dangling `$ref`) costs only this, with a warning.
+/// of a response that is a list, in the order `order` has them. Nothing is sent from it, so
+/// a response the document describes badly (an external or dangling `$ref`) costs only
+/// this, with a warning.
 fn read_returns(
     resolver: &Resolver,
     order: &PropertyOrder,
