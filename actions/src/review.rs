@@ -238,7 +238,7 @@ fn written_enum_value(input: &Input, said: &Words) -> Option<Value> {
 /// category's name, color and icon; an upload's identifier as its list of parts too) stays in
 /// one of them: the input the user named beside the value, else the one required input among
 /// them. It is dropped from the others, so a required one is asked for. Where neither tells
-/// them apart, all keep it.
+/// them apart, the one of those required that the user named anywhere; else all keep it.
 fn one_input_per_value(action: &Action, said: &Words, out: &mut Reviewed) {
     let mut copies: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (name, value) in &out.params {
@@ -282,6 +282,15 @@ fn one_input_per_value(action: &Action, said: &Words, out: &mut Reviewed) {
                 .iter()
                 .filter(|n| action.input(n).is_some_and(|input| input.required))
                 .collect();
+        }
+        if keep.len() > 1 {
+            // Several required ones: the one the user named anywhere ("set the password for
+            // username jlindqvist to Fjord-Lantern-82" gives the password, not the reset
+            // token).
+            let named: Vec<&String> = keep.iter().copied().filter(|n| said.names(n)).collect();
+            if let [one] = named[..] {
+                keep = vec![one];
+            }
         }
         let [kept] = keep[..] else {
             continue;
@@ -570,7 +579,7 @@ impl Words {
     pub fn of(text: &str) -> Self {
         Self {
             lower: text.to_lowercase(),
-            words: tokens(text),
+            words: without_wishes(tokens(text)),
             codes: bare_words(text)
                 .filter(|word| is_code(word))
                 .map(str::to_string)
@@ -719,6 +728,22 @@ impl Words {
     fn has(&self, word: &str) -> bool {
         self.words.iter().any(|w| same_word(w, word))
     }
+}
+
+/// `words` without "like" where it says what the user wants ("I'd like", "would like to"):
+/// that gives no like, so it grounds no `likes_received`.
+fn without_wishes(mut words: Vec<String>) -> Vec<String> {
+    let wish = |at: usize| {
+        let before = at.checked_sub(1).map(|i| words[i].as_str());
+        let after = words.get(at + 1).map(String::as_str);
+        words[at] == "like"
+            && (matches!(before, Some("d" | "would" | "should")) || after == Some("to"))
+    };
+    let wishes: Vec<usize> = (0..words.len()).filter(|&at| wish(at)).collect();
+    for at in wishes.into_iter().rev() {
+        words.remove(at);
+    }
+    words
 }
 
 /// The whitespace-separated words of `text` without the punctuation around them.
@@ -942,6 +967,20 @@ paths:
         let reviewed = review(&action(), &json!({"noteId": "draft_17b"}), said, true);
         assert!(reviewed.params.is_empty());
         assert!(reviewed.reworded.is_empty(), "asked for, not written again");
+    }
+
+    #[test]
+    fn a_wish_is_no_like() {
+        for said in [
+            "Show me the directory. I'd like to see who's been the most active",
+            "We would like the newest users first",
+            "Sort them however you like to",
+        ] {
+            assert!(!Words::of(said).grounds(&json!("likes_received")), "{said}");
+        }
+        for said in ["Who has the most likes?", "I like post 12, like it for me"] {
+            assert!(Words::of(said).grounds(&json!("likes_received")), "{said}");
+        }
     }
 
     #[test]
@@ -1253,6 +1292,12 @@ paths:
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object",
                   "required": ["username", "email", "password"],
                   "properties": {"username": {"type": "string"}, "email": {"type": "string"},
+                                 "password": {"type": "string"}}}}}}}},
+              "/users/password-reset/{token}": {"put": {"operationId": "changePassword",
+                "parameters": [{"name": "token", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                  "required": ["username", "password"],
+                  "properties": {"username": {"type": "string"},
                                  "password": {"type": "string"}}}}}}}}}}"#,
         )
         .unwrap();
@@ -1285,6 +1330,15 @@ paths:
                 "category 8 should be called Help Desk from now on",
             ),
             json!({"id": 8, "name": "Help Desk"})
+        );
+        // Several required ones, one named away from the value: that one keeps it.
+        assert_eq!(
+            reviewed(
+                "changePassword",
+                json!({"token": "Fjord-Lantern-82", "username": "jl", "password": "Fjord-Lantern-82"}),
+                "set the password for username jl to Fjord-Lantern-82; I lost the email",
+            ),
+            json!({"username": "jl", "password": "Fjord-Lantern-82"})
         );
         // Written twice, or for inputs the user named equally: nothing is dropped.
         assert_eq!(
