@@ -113,6 +113,155 @@ fn opens_with_a_question(request: &str) -> bool {
     }
 }
 
+/// What a request's opening says it asks for: to read (a question for information, or an
+/// order that opens with a verb that reads: "Show me…", "Pull up…") or to change something
+/// (an order that opens with a verb that changes: "Rename…", "Give post 12 a like"). Polite
+/// openings ("Please", "Can you", "I'd like you to") are read past. `None` where the opening
+/// says neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asks {
+    Read,
+    Change,
+}
+
+impl Asks {
+    /// What `request` asks for by its opening. Replayed on the recorded pick of every run
+    /// kept under `docs/results/actions-discourse/` (2,813 requests of the sets up to
+    /// `discourse-heldout25.jsonl`), holding the pick to the kind an order's verb asks for
+    /// wins 13 picks and loses none.
+    fn of(request: &str) -> Option<Self> {
+        if opens_with_a_question(request) {
+            return Some(Asks::Read);
+        }
+        let lower = request.to_lowercase().replace('\u{2019}', "'");
+        let words: Vec<&str> = lower
+            .split_whitespace()
+            .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|word| !word.is_empty())
+            .collect();
+        let mut at = words
+            .iter()
+            .position(|word| !POLITE.contains(word))
+            .unwrap_or(words.len());
+        // "I want to", "we need to", "I'd like you to": the verb comes after.
+        let mut then = at;
+        let wants = match words.get(at..at + 2) {
+            Some(["i'd" | "we'd", _]) => {
+                then += 1;
+                true
+            }
+            Some(["i" | "we", "want" | "need" | "would"]) => {
+                then += 2;
+                true
+            }
+            _ => false,
+        };
+        if wants {
+            for optional in ["like", "you"] {
+                then += usize::from(words.get(then) == Some(&optional));
+            }
+            if words.get(then) == Some(&"to") {
+                at = then + 1;
+            }
+        }
+        let verb = *words.get(at)?;
+        let after = words.get(at + 1).copied();
+        match verb {
+            // "Give me the list…" reads; "Give post 12 a like" changes.
+            "give" => Some(if matches!(after, Some("me" | "us")) {
+                Asks::Read
+            } else {
+                Asks::Change
+            }),
+            // "Pull up post 12" reads; "Pull the team into topic 9" changes.
+            "pull" => (after == Some("up")).then_some(Asks::Read),
+            _ if READING_VERBS.contains(&verb) => Some(Asks::Read),
+            _ if CHANGING_VERBS.contains(&verb) => Some(Asks::Change),
+            _ => None,
+        }
+    }
+
+    /// Whether `action` is of the kind asked for.
+    fn fits(self, action: &Action) -> bool {
+        action.needs_confirmation() == (self == Asks::Change)
+    }
+}
+
+/// Words read past before a request's verb ([`Asks::of`]).
+const POLITE: [&str; 13] = [
+    "please", "kindly", "just", "can", "could", "would", "will", "you", "hey", "hi", "ok", "so",
+    "now",
+];
+
+/// Verbs that open an order to read ([`Asks::of`]).
+const READING_VERBS: [&str; 10] = [
+    "show", "list", "find", "fetch", "look", "display", "view", "tell", "search", "see",
+];
+
+/// Verbs that open an order to change something ([`Asks::of`]). Words that open a request
+/// as often as nouns or in another sense ("post", "like", "flag", "take a look", "bring up",
+/// "send me") are not among them.
+const CHANGING_VERBS: [&str; 58] = [
+    "set",
+    "rename",
+    "add",
+    "create",
+    "make",
+    "suspend",
+    "unsuspend",
+    "kick",
+    "delete",
+    "remove",
+    "change",
+    "upload",
+    "invite",
+    "cancel",
+    "deactivate",
+    "activate",
+    "edit",
+    "fix",
+    "freeze",
+    "silence",
+    "unsilence",
+    "lock",
+    "unlock",
+    "pin",
+    "unpin",
+    "close",
+    "reopen",
+    "archive",
+    "unarchive",
+    "ban",
+    "unban",
+    "update",
+    "move",
+    "switch",
+    "reset",
+    "bookmark",
+    "mute",
+    "anonymize",
+    "revoke",
+    "grant",
+    "award",
+    "assign",
+    "merge",
+    "restore",
+    "erase",
+    "wipe",
+    "publish",
+    "abort",
+    "finish",
+    "refresh",
+    "unlist",
+    "hide",
+    "trash",
+    "drop",
+    "start",
+    "stop",
+    "stick",
+    "put",
+];
+
 /// Words that open a question for information on their own ([`opens_with_a_question`]).
 const QUESTION_WORDS: [&str; 11] = [
     "what", "which", "who", "whose", "where", "when", "does", "did", "has", "have", "anything",
@@ -961,18 +1110,19 @@ impl Actions {
                 asked[shortlist[k]] + self.list_weight * listed[k] + judgment + nearness
             })
             .collect();
-        // A request that opens with a question ("Which users are suspended?") asks to read:
-        // the pick is among the listed operations that change nothing, where there is one.
-        let reads: Vec<usize> = if opens_with_a_question(request) {
-            (0..n)
-                .filter(|&k| !lines[shortlist[k]].1.needs_confirmation())
-                .collect()
-        } else {
-            Vec::new()
+        // A request that opens with a question ("Which users are suspended?") or a verb that
+        // reads asks to read; one that opens with a verb that changes asks to change: the
+        // pick is among the listed operations of that kind, where there is one.
+        let asks = Asks::of(request);
+        let fitting: Vec<usize> = match asks {
+            Some(asks) => (0..n)
+                .filter(|&k| asks.fits(lines[shortlist[k]].1))
+                .collect(),
+            None => Vec::new(),
         };
-        let held_to_reads = !reads.is_empty() && reads.len() < n;
+        let held = !fitting.is_empty() && fitting.len() < n;
         let best = (0..n)
-            .filter(|k| !held_to_reads || reads.contains(k))
+            .filter(|k| !held || fitting.contains(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
@@ -1003,11 +1153,15 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
-            .chain(
-                held_to_reads.then(|| {
-                    "a question: picked among the operations that change nothing".to_string()
-                }),
-            )
+            .chain(held.then(|| {
+                match asks {
+                    Some(Asks::Change) => {
+                        "an order to change: picked among the operations that change something"
+                    }
+                    _ => "a request to read: picked among the operations that change nothing",
+                }
+                .to_string()
+            }))
             .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
@@ -2524,6 +2678,39 @@ mod tests {
             "",
         ] {
             assert!(!opens_with_a_question(order), "{order}");
+        }
+    }
+
+    #[test]
+    fn an_opening_verb_tells_a_read_from_a_change() {
+        for read in [
+            "Show me every tag on the site.",
+            "Please pull up post 884210, I only want to read it.",
+            "Give me the full list of badges.",
+            "Can you look through the forum for the SSO login loop?",
+            "I'd like you to find the posts that mention webhooks.",
+            "Which users are suspended?",
+        ] {
+            assert_eq!(Asks::of(read), Some(Asks::Read), "{read}");
+        }
+        for change in [
+            "Give post 90412 a like from my account.",
+            "Create a new bronze badge called Helping Hand.",
+            "Can you delete topic 7?",
+            "I want to rename group 3 to helpers",
+            "We need you to lock post 41. It keeps getting edited.",
+            "Hey, kick m.delacroix out of every session.",
+        ] {
+            assert_eq!(Asks::of(change), Some(Asks::Change), "{change}");
+        }
+        for neither in [
+            "Pull the whole moderators team into discussion 9021.",
+            "Post 512907 needs a second look.",
+            "Take a look at user 5's badges.",
+            "I think her account was left signed in.",
+            "",
+        ] {
+            assert_eq!(Asks::of(neither), None, "{neither}");
         }
     }
 

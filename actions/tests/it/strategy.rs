@@ -1173,27 +1173,49 @@ fn pick_step(answer: &Answer) -> ActionStep {
 }
 
 #[tokio::test]
-async fn a_request_that_opens_with_a_question_is_picked_among_the_reads() {
+async fn a_request_is_picked_among_the_kind_its_opening_asks_for() {
     let server = Server::start().await;
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     // By the readings alone, the delete is the pick.
-    const READINGS: Readings = Readings {
+    const DELETE_FIRST: Readings = Readings {
         asked: &[("deleteNote", -2.0), ("getNote", -6.0)],
         listed: &[("deleteNote", -1.0), ("getNote", -3.0), ("none", -10.0)],
         blank: &[],
         judged: &[],
     };
-    let request = "Which note is number 7? I may delete it later.";
-    let (answer, _) = weighed_pick(&actions, READINGS, request, "getNote", json!({})).await;
-    let text = pick_step(&answer).text.expect("the weights");
-    assert!(
-        text.ends_with("a question: picked among the operations that change nothing"),
-        "{text}"
-    );
-    // An order put as a question is not held to reads.
-    let request = "Can you delete note 7? It is a duplicate.";
-    let (answer, _) = weighed_pick(&actions, READINGS, request, "deleteNote", json!({})).await;
-    assert!(!pick_step(&answer).text.unwrap().contains("a question"));
+    let reads = "a request to read: picked among the operations that change nothing";
+    for request in [
+        "Which note is number 7? I may delete it later.",
+        "Show me note 7 before I delete it.",
+    ] {
+        let (answer, _) = weighed_pick(&actions, DELETE_FIRST, request, "getNote", json!({})).await;
+        let text = pick_step(&answer).text.expect("the weights");
+        assert!(text.ends_with(reads), "{text}");
+    }
+    // By the readings alone, the read is the pick; an order to change is held to changes,
+    // an order put as a question too.
+    const READ_FIRST: Readings = Readings {
+        asked: &[("deleteNote", -6.0), ("getNote", -2.0)],
+        listed: &[("deleteNote", -3.0), ("getNote", -1.0), ("none", -10.0)],
+        blank: &[],
+        judged: &[],
+    };
+    for request in [
+        "Delete note 7 for me, I have read it.",
+        "Can you delete note 7? It is a duplicate.",
+    ] {
+        let (answer, _) =
+            weighed_pick(&actions, READ_FIRST, request, "deleteNote", json!({})).await;
+        let text = pick_step(&answer).text.expect("the weights");
+        assert!(
+            text.ends_with("an order to change: picked among the operations that change something"),
+            "{text}"
+        );
+    }
+    // An opening that says neither leaves the readings to pick.
+    let request = "Note 7 is a duplicate of note 3.";
+    let (answer, _) = weighed_pick(&actions, READ_FIRST, request, "getNote", json!({})).await;
+    assert!(!pick_step(&answer).text.unwrap().contains("picked among"));
 }
 
 #[tokio::test]
