@@ -188,9 +188,17 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
 /// Why a string the model gave cannot be `input`'s value whatever the user meant: a name
 /// for a number (`"id": "dvoss_88"` for an integer user id: no word of it is a number), or
 /// several words for an id, a username or a file name (`"id": "Community Guidelines"` for a
-/// topic's, `"filename": "last night's backup"`). `None` where it may be (a number written
-/// as a string is the validator's to convert).
+/// topic's, `"filename": "last night's backup"`), or a number for a username (`"4471"` of
+/// "user 4471"). `None` where it may be (a number written as a string is the validator's
+/// to convert).
 fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
+    let name = squash(&input.name);
+    let digits = |text: &str| !text.is_empty() && text.chars().all(|c| c.is_ascii_digit());
+    let number = value.is_number() || value.as_str().is_some_and(|t| digits(t.trim()));
+    if number && name.ends_with("username") {
+        // "user 4471": the user's number, where the input takes their name.
+        return Some("a number where it takes a username");
+    }
     let Value::String(text) = value else {
         return None;
     };
@@ -201,7 +209,6 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     if !text.trim().contains(char::is_whitespace) {
         return None;
     }
-    let name = squash(&input.name);
     if identifier_tokens(&input.name)
         .last()
         .is_some_and(|w| w == "id")
@@ -1016,7 +1023,7 @@ paths:
         .unwrap();
         let said = "Anonymize member dvoss_88, pin the Community Guidelines topic (or topic 41), \
                     mail me last night's backup or backup forum-2025-03-14.tar.gz, and show \
-                    Dana Linden's profile";
+                    Dana Linden's profile and user 4471's";
         let check = |id: &str, params: Value, grounded: bool| {
             let action = catalog.actions.iter().find(|a| a.operation_id == id);
             review(action.unwrap(), &params, said, grounded)
@@ -1053,6 +1060,17 @@ paths:
                 r#"username: dropped "Dana Linden": words where it takes a username, the user gave none"#
             ]
         );
+        // A number for a username, as a string or not.
+        for username in [json!("4471"), json!(4471)] {
+            let reviewed = check("getUser", json!({ "username": username }), true);
+            assert!(reviewed.params.is_empty(), "{username}");
+            assert!(
+                reviewed.repairs[0]
+                    .ends_with("a number where it takes a username, the user gave none"),
+                "{:?}",
+                reviewed.repairs
+            );
+        }
         // Without grounding the validator and the model deal with it.
         let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
