@@ -421,6 +421,12 @@ impl Action {
         self.method.needs_confirmation()
     }
 
+    /// Whether the action takes no input a caller could fill: no parameter, no body field
+    /// and no open body (credentials are not inputs).
+    pub fn takes_no_inputs(&self) -> bool {
+        self.inputs.is_empty() && !self.body.as_ref().is_some_and(|body| body.open)
+    }
+
     /// The words a request for this action is likely to share with it, for word-level
     /// (BM25) retrieval: [`Action::embed_text`] without the inputs (their names recur across
     /// a whole API: `id`, `username`) and with a shorter description, and with its example

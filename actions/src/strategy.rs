@@ -1240,6 +1240,29 @@ impl Actions {
         tools: bool,
         picked: Option<String>,
     ) -> Result<Vec<ModelCall>, StrategyError> {
+        let lookup = |id: &str| self.lookup(id).map(|(action, _)| action);
+        // A picked operation that takes no inputs leaves the model nothing to write: its call
+        // is whole without a model turn (asked anyway, the 0.5B model writes `"params":
+        // {"none"}`, which no reader can take, again on each correction).
+        if let Some(id) = picked
+            .as_deref()
+            .filter(|id| lookup(id).is_some_and(Action::takes_no_inputs))
+        {
+            let written = format!(r#"{}, "params": {{}}}}"#, execute_opening(id));
+            let call = call_of_text(&written, &lookup);
+            conversation
+                .messages
+                .push(Message::assistant(call.written.clone()));
+            run.record_action(ActionStep {
+                cycle: turn,
+                action: "act".into(),
+                operation_id: Some(id.to_string()),
+                text: Some(written),
+                outcome: "written without the model: the operation takes no inputs".into(),
+                ..ActionStep::default()
+            });
+            return Ok(vec![call]);
+        }
         let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
         let mut messages = vec![Message::system(system.trim())];
         messages.extend(conversation.recent().iter().cloned());
@@ -1271,7 +1294,6 @@ impl Actions {
             }
         };
         let completion = run.chat(turn, "act", request, &self.control).await?;
-        let lookup = |id: &str| self.lookup(id).map(|(action, _)| action);
         let calls = if tools {
             calls_of_tools(&completion, &lookup)
         } else {

@@ -404,14 +404,15 @@ async fn a_huge_response_is_cut_before_the_model_reads_it() {
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     let model = ScriptedChatModel::new(vec![
         pick("exportNotes"),
-        call("exportNotes", json!({})),
         respond("Here is the start of the export."),
     ]);
 
     let (answer, _) = run(&actions, &index, &model, "Export every note as text").await;
 
     assert!(answer.found);
-    let prompt = model_prompt_of(&answer, 1);
+    // The export takes no inputs: its call is written without the model, whose one turn
+    // reads the response.
+    let prompt = model_prompt_of(&answer, 0);
     assert!(
         prompt.contains("[response cut: showed the first 16384 of 1200000 bytes"),
         "{}",
@@ -804,10 +805,8 @@ async fn a_credential_the_query_needs_is_asked_for_until_configured_then_sent_un
     let (actions, index) = changed_notes(&server, with_token, Credentials::new());
     let seen = actions.apis()[0].catalog.get("exportNotes").unwrap();
     assert!(seen.input("token").is_none(), "the model never sees it");
-    let model = ScriptedChatModel::new(vec![
-        pick("exportNotes"),
-        call("exportNotes", json!({"token": "made-up"})),
-    ]);
+    // The operation takes no input the model could fill: it is not asked to write one.
+    let model = ScriptedChatModel::new(vec![pick("exportNotes")]);
     let (answer, _) = run(&actions, &index, &model, "Export my notes").await;
     assert_eq!(answer.termination, Termination::AskedUser);
     let step = &executed(&answer)[0];
@@ -825,11 +824,7 @@ async fn a_credential_the_query_needs_is_asked_for_until_configured_then_sent_un
         .with_input_pair(&format!("token={SECRET}"))
         .unwrap();
     let (actions, index) = changed_notes(&server, with_token, credentials);
-    let model = ScriptedChatModel::new(vec![
-        pick("exportNotes"),
-        call("exportNotes", json!({})),
-        respond("Exported."),
-    ]);
+    let model = ScriptedChatModel::new(vec![pick("exportNotes"), respond("Exported.")]);
     let (answer, events) = run(&actions, &index, &model, "Export my notes").await;
     assert!(answer.found);
     assert_eq!(server.only_request().query, format!("token={SECRET}"));
@@ -1231,11 +1226,7 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     const LISTED: &[(&str, f32)] = &[("exportNotes", -1.0), ("getNote", -6.0), ("none", -10.0)];
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     actions.k = 1;
-    let model = weighing(
-        vec![call("exportNotes", json!({})), respond("Exported.")],
-        ASKED,
-        LISTED,
-    );
+    let model = weighing(vec![respond("Exported.")], ASKED, LISTED);
     let (answer, _) = run(&actions, &index, &model, request).await;
 
     let found = actions_of(&answer)[0].clone();
@@ -1261,7 +1252,7 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     assert_eq!(calls[0].items.len(), weighed);
     assert_eq!(calls[1].items.len(), 2 * (weighed + 1));
     assert_eq!(model.scored.lock().unwrap().len(), 3 * weighed + 2);
-    assert_eq!(answer.usage.llm_calls, 4, "two weighings and two turns");
+    assert_eq!(answer.usage.llm_calls, 3, "two weighings and the reply");
     // The HTML trace shows each continuation weighed with its score.
     let page = html::render(&answer, &Graph::of(&answer, &index.index));
     assert!(
@@ -1281,14 +1272,23 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
         "-1.00  Request: back up everything I wrote ⟶ {&quot;operation_id&quot;: &quot;exportNotes&quot;}"
     ));
 
-    // The pick takes the only card's place, and the first turn is held to calling it.
+    // The pick takes the only card's place. It takes no inputs, so its call is written
+    // without the model; the model's one turn replies.
     let first = model.requests.lock().unwrap()[0].clone();
     let prompt = render_request(&first);
     assert!(prompt.contains("exportNotes — GET /export"), "{prompt}");
     assert!(!prompt.contains(&format!("{} —", found.result)), "{prompt}");
+    let act = actions_of(&answer)
+        .into_iter()
+        .find(|a| a.action == "act")
+        .expect("the call written without the model");
     assert_eq!(
-        first.openings,
-        [r#"{"action": "execute_action", "operation_id": "exportNotes""#]
+        act.text.as_deref(),
+        Some(r#"{"action": "execute_action", "operation_id": "exportNotes", "params": {}}"#)
+    );
+    assert_eq!(
+        act.outcome,
+        "written without the model: the operation takes no inputs"
     );
     assert_eq!(
         executed(&answer)[0].operation_id.as_deref(),
@@ -1324,11 +1324,7 @@ async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_
     let guess = || Turn::Reply("exportNotes, backupNotes".into());
     let picker = Arc::new(weighing(vec![guess()], PICK_ASKED, PICK_LISTED));
     actions.pick_model = Some(picker.clone());
-    let model = weighing(
-        vec![call("exportNotes", json!({})), respond("Exported.")],
-        CHAT_ASKED,
-        CHAT_LISTED,
-    );
+    let model = weighing(vec![respond("Exported.")], CHAT_ASKED, CHAT_LISTED);
     let (answer, _) = run(&actions, &index, &model, request).await;
 
     assert_eq!(
@@ -1356,8 +1352,8 @@ async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_
     );
     assert_eq!(
         model.requests.lock().unwrap().len(),
-        2,
-        "the chat model writes both turns"
+        1,
+        "the chat model writes the reply (the call takes no inputs)"
     );
     assert_eq!(answer.trace.config["pick_model"], json!("test:scripted"));
 
@@ -1366,11 +1362,7 @@ async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_
     actions.pick_model = Some(Arc::new(ScriptedChatModel::new(vec![guess()])));
     actions.k = 7;
     let model = weighing(
-        vec![
-            pick("exportNotes"),
-            call("exportNotes", json!({})),
-            respond("Exported."),
-        ],
+        vec![pick("exportNotes"), respond("Exported.")],
         CHAT_ASKED,
         CHAT_LISTED,
     );
@@ -1382,8 +1374,8 @@ async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_
     );
     assert_eq!(
         model.requests.lock().unwrap().len(),
-        3,
-        "the pick written, then two turns"
+        2,
+        "the pick written, then the reply"
     );
 }
 
@@ -1399,11 +1391,7 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     actions.pick_k = 4;
     actions.k = 9;
-    let model = weighing(
-        vec![call("exportNotes", json!({})), respond("Exported.")],
-        ASKED,
-        LISTED,
-    );
+    let model = weighing(vec![respond("Exported.")], ASKED, LISTED);
     let (answer, _) = run(&actions, &index, &model, request).await;
 
     let found = actions_of(&answer)[0].result.clone();
