@@ -1323,50 +1323,44 @@ paths:
             let action = catalog.get(id).unwrap();
             Value::Object(review(action, &params, said, true).params)
         };
-        // The input named beside the value keeps it.
-        assert_eq!(
-            reviewed(
+        for (id, params, said, kept) in [
+            // The input named beside the value keeps it.
+            (
                 "completeUpload",
                 json!({"unique_identifier": "a91f33c2", "parts": ["a91f33c2"]}),
                 "finish the transfer with identifier a91f33c2",
+                json!({"unique_identifier": "a91f33c2"}),
             ),
-            json!({"unique_identifier": "a91f33c2"})
-        );
-        assert_eq!(
-            reviewed(
+            (
                 "createUser",
                 json!({"username": "lena", "email": "Tr4il-Mix", "password": "Tr4il-Mix"}),
                 "make an account lena with the password Tr4il-Mix",
+                json!({"username": "lena", "password": "Tr4il-Mix"}),
             ),
-            json!({"username": "lena", "password": "Tr4il-Mix"})
-        );
-        // None named: the one required input keeps it; an empty object is no value.
-        assert_eq!(
-            reviewed(
+            // None named: the one required input keeps it; an empty object is no value.
+            (
                 "updateCategory",
                 json!({"id": 8, "name": "Help Desk", "color": "Help Desk", "icon": "Help Desk", "permissions": {}}),
                 "category 8 should be called Help Desk from now on",
+                json!({"id": 8, "name": "Help Desk"}),
             ),
-            json!({"id": 8, "name": "Help Desk"})
-        );
-        // Several required ones, one named away from the value: that one keeps it.
-        assert_eq!(
-            reviewed(
+            // Several required ones, one named away from the value: that one keeps it.
+            (
                 "changePassword",
                 json!({"token": "Fjord-Lantern-82", "username": "jl", "password": "Fjord-Lantern-82"}),
                 "set the password for username jl to Fjord-Lantern-82; I lost the email",
+                json!({"username": "jl", "password": "Fjord-Lantern-82"}),
             ),
-            json!({"username": "jl", "password": "Fjord-Lantern-82"})
-        );
-        // Written twice, or for inputs the user named equally: nothing is dropped.
-        assert_eq!(
-            reviewed(
+            // Written twice, or for inputs the user named equally: nothing is dropped.
+            (
                 "createUser",
                 json!({"username": "kim", "email": "kim@x.org", "password": "kim"}),
                 "new user kim, email kim@x.org, and use kim as the password too",
+                json!({"username": "kim", "email": "kim@x.org", "password": "kim"}),
             ),
-            json!({"username": "kim", "email": "kim@x.org", "password": "kim"})
-        );
+        ] {
+            assert_eq!(reviewed(id, params, said), kept, "{said}");
+        }
     }
 
     #[test]

@@ -2705,34 +2705,38 @@ mod tests {
 
     #[test]
     fn an_opening_verb_tells_a_read_from_a_change() {
-        for read in [
+        let reads = [
             "Show me every tag on the site.",
             "Please pull up post 884210, I only want to read it.",
             "Give me the full list of badges.",
             "Can you look through the forum for the SSO login loop?",
             "I'd like you to find the posts that mention webhooks.",
             "Which users are suspended?",
-        ] {
-            assert_eq!(Asks::of(read), Some(Asks::Read), "{read}");
-        }
-        for change in [
+        ];
+        let changes = [
             "Give post 90412 a like from my account.",
             "Create a new bronze badge called Helping Hand.",
             "Can you delete topic 7?",
             "I want to rename group 3 to helpers",
             "We need you to lock post 41. It keeps getting edited.",
             "Hey, kick m.delacroix out of every session.",
-        ] {
-            assert_eq!(Asks::of(change), Some(Asks::Change), "{change}");
-        }
-        for neither in [
+        ];
+        let neither = [
             "Pull the whole moderators team into discussion 9021.",
             "Post 512907 needs a second look.",
             "Take a look at user 5's badges.",
             "I think her account was left signed in.",
             "",
-        ] {
-            assert_eq!(Asks::of(neither), None, "{neither}");
+        ];
+        let kinds = [
+            (&reads[..], Some(Asks::Read)),
+            (&changes[..], Some(Asks::Change)),
+            (&neither[..], None),
+        ];
+        for (requests, asks) in kinds {
+            for request in requests {
+                assert_eq!(Asks::of(request), asks, "{request}");
+            }
         }
     }
 
