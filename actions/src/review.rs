@@ -369,6 +369,15 @@ fn documented(action: &Action, name: &str, value: &Value, said: &Words) -> bool 
     }
 }
 
+/// Words of four letters or more that carry no meaning of their own, as [`tokens`] writes
+/// them (a plural `s` dropped): a made-up text sharing only these with the user's is not
+/// theirs reworded ([`Words::shares_a_word`]).
+const FUNCTION_WORDS: [&str; 28] = [
+    "with", "that", "these", "those", "from", "have", "been", "were", "will", "would", "could",
+    "should", "what", "which", "when", "where", "there", "their", "them", "they", "then", "than",
+    "into", "about", "also", "just", "only", "your",
+];
+
 /// Words between a documented number and what it stands for ("2 for like", "3 is bronze").
 const LINKS: [&str; 8] = ["for", "is", "means", "a", "an", "the", "to", "as"];
 
@@ -697,8 +706,9 @@ impl Words {
     }
 
     /// Whether a text of several words (a reason, a message) has a word of four letters or
-    /// more in common with the user's: reworded, not made up. One word (an e-mail address, a
-    /// file name, a username) the user either wrote or did not.
+    /// more in common with the user's, one that carries meaning ("with" and "that" do not):
+    /// reworded, not made up. One word (an e-mail address, a file name, a username) the user
+    /// either wrote or did not.
     pub fn shares_a_word(&self, value: &Value) -> bool {
         let Value::String(text) = value else {
             return false;
@@ -708,7 +718,7 @@ impl Words {
         }
         tokens(text)
             .iter()
-            .any(|w| w.chars().count() >= 4 && self.has(w))
+            .any(|w| w.chars().count() >= 4 && !FUNCTION_WORDS.contains(&w.as_str()) && self.has(w))
     }
 
     /// Whether the user named an input: at least half the words of its name.
@@ -974,6 +984,13 @@ paths:
         let reviewed = review(&action(), &json!({"noteId": "draft_17b"}), said, true);
         assert!(reviewed.params.is_empty());
         assert!(reviewed.reworded.is_empty(), "asked for, not written again");
+    }
+
+    #[test]
+    fn a_made_up_text_sharing_only_function_words_is_not_reworded() {
+        let said = Words::of("Suspend user 6120. I'll fill in the reason once I've talked it over with the moderators");
+        assert!(!said.shares_a_word(&json!("I'm sorry, but I can't assist with that request.")));
+        assert!(said.shares_a_word(&json!("talked over with moderators")));
     }
 
     #[test]
