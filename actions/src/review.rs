@@ -764,7 +764,7 @@ fn without_wishes(mut words: Vec<String>) -> Vec<String> {
 }
 
 /// The whitespace-separated words of `text` without the punctuation around them.
-fn bare_words(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn bare_words(text: &str) -> impl Iterator<Item = &str> {
     text.split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
 }

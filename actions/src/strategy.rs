@@ -134,9 +134,7 @@ impl Asks {
             return Some(Asks::Read);
         }
         let lower = request.to_lowercase().replace('\u{2019}', "'");
-        let words: Vec<&str> = lower
-            .split_whitespace()
-            .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+        let words: Vec<&str> = crate::review::bare_words(&lower)
             .filter(|word| !word.is_empty())
             .collect();
         let mut at = words
