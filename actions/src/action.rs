@@ -761,7 +761,7 @@ fn flush(word: &mut String, out: &mut Vec<String>) {
 }
 
 /// Whitespace (newlines included) collapsed to single spaces.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

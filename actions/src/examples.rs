@@ -1,10 +1,11 @@
 //! Example requests: a few short messages a user might type to have an operation carried
 //! out, written once per operation by a chat model when the spec is indexed (`walkrag index
-//! SPEC --examples`) and kept beside the index. They join the operation's embedded and
+//! SPEC --examples`), or given in a file of requests labelled with their operations
+//! (`walkrag index SPEC --examples-from FILE`), and kept beside the index. They join the operation's embedded and
 //! keyword texts ([`Action::embed_text`], [`Action::keyword_text`]), so that a request in
 //! the user's words can meet an operation described in the API's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use walkrag_core::chat::complete;
 use walkrag_core::{ChatError, ChatModel, ChatRequest, Message, Sampling};
 use walkrag_engine::jsonl_file;
 
-use crate::action::{Action, ActionHash};
+use crate::action::{one_line, Action, ActionHash};
 use crate::spec::Catalog;
 
 /// The file of an index's directory that holds every example written for it.
@@ -35,7 +36,8 @@ pub struct ActionExamples {
     /// The operation's [`Action::hash`] when they were written: a changed operation gets new
     /// ones.
     pub hash: ActionHash,
-    /// The model that wrote them.
+    /// Who wrote them: the model's id, or `file:PATH` for requests given in a file
+    /// ([`GivenExamples`]).
     pub model: String,
     pub examples: Vec<String>,
 }
@@ -45,6 +47,14 @@ pub struct ActionExamples {
 pub enum ExamplesError {
     #[error("cannot read or write {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("{path}, line {line}: {message}")]
+    Given {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path} holds no request labelled with its operation (lines of {{\"request\", \"operation_id\"}})")]
+    NoneGiven { path: PathBuf },
     #[error("the model could not write examples for {operation_id}: {source}")]
     Chat {
         operation_id: String,
@@ -115,6 +125,33 @@ impl ExamplesFile {
         Ok(())
     }
 
+    /// Keeps the requests `given` for each action of `catalog` as its examples, in place of
+    /// any written or given before (unless they are the same); returns how many actions
+    /// have given examples.
+    pub fn give(
+        &mut self,
+        catalog: &Catalog,
+        given: &GivenExamples,
+    ) -> Result<usize, ExamplesError> {
+        let mut count = 0;
+        for action in &catalog.actions {
+            let Some(requests) = given.by_operation.get(&action.operation_id) else {
+                continue;
+            };
+            count += 1;
+            let examples = ActionExamples {
+                operation_id: action.operation_id.clone(),
+                hash: action.hash.clone(),
+                model: given.source.clone(),
+                examples: requests.clone(),
+            };
+            if self.get(action) != Some(&examples) {
+                self.put(examples)?;
+            }
+        }
+        Ok(count)
+    }
+
     /// Gives each action of `catalog` its kept examples (none where there are none).
     pub fn attach(&self, catalog: &mut Catalog) {
         for action in &mut catalog.actions {
@@ -123,6 +160,105 @@ impl ExamplesFile {
                 .map(|kept| kept.examples.clone())
                 .unwrap_or_default();
         }
+    }
+}
+
+/// Requests labelled with the operation that carries each out, read from a JSON Lines file
+/// (`walkrag index SPEC --examples-from FILE`): each line an object with `request` and
+/// `operation_id`, as in a request set of `walkrag eval --spec` (other fields are passed
+/// over). Requests that users actually sent, or that the API's authors wrote, say in users'
+/// words what an operation is for, where a spec says it in the API's.
+#[derive(Debug, Clone, Default)]
+pub struct GivenExamples {
+    /// `file:PATH`, recorded as the examples' writer.
+    source: String,
+    /// Each operation's requests in the file's order, each kept once.
+    by_operation: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct LabelledRequest {
+    request: String,
+    operation_id: String,
+}
+
+impl GivenExamples {
+    /// Reads the labelled requests of `path`; blank lines are passed over, a line that is not
+    /// such an object is an error naming it, and so is a file without any.
+    pub fn read(path: &Path) -> Result<Self, ExamplesError> {
+        let text = fs::read_to_string(path).map_err(|source| ExamplesError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut by_operation: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let given = |message: String| ExamplesError::Given {
+                path: path.to_path_buf(),
+                line: n + 1,
+                message,
+            };
+            let labelled: LabelledRequest = serde_json::from_str(line).map_err(|e| {
+                given(format!(
+                    "not a request labelled with its operation ({{\"request\", \"operation_id\"}}): {e}"
+                ))
+            })?;
+            let request = one_line(&labelled.request);
+            if request.is_empty() || labelled.operation_id.trim().is_empty() {
+                return Err(given("an empty request or operation_id".into()));
+            }
+            let requests = by_operation.entry(labelled.operation_id).or_default();
+            if !requests
+                .iter()
+                .any(|seen| seen.eq_ignore_ascii_case(&request))
+            {
+                requests.push(request);
+            }
+        }
+        if by_operation.is_empty() {
+            return Err(ExamplesError::NoneGiven {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Self {
+            source: format!("file:{}", path.display()),
+            by_operation,
+        })
+    }
+
+    /// The requests of `other` joined to these (for several files; the first file's source
+    /// is kept).
+    pub fn join(&mut self, other: GivenExamples) {
+        if self.source.is_empty() {
+            self.source = other.source;
+        }
+        for (operation, requests) in other.by_operation {
+            let mine = self.by_operation.entry(operation).or_default();
+            for request in requests {
+                if !mine.iter().any(|seen| seen.eq_ignore_ascii_case(&request)) {
+                    mine.push(request);
+                }
+            }
+        }
+    }
+
+    /// The operations named, and how many requests each has.
+    pub fn operations(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.by_operation
+            .iter()
+            .map(|(operation, requests)| (operation.as_str(), requests.len()))
+    }
+
+    /// How many requests are given, over all operations.
+    pub fn len(&self) -> usize {
+        self.by_operation.values().map(Vec::len).sum()
+    }
+
+    /// Whether none is given.
+    pub fn is_empty(&self) -> bool {
+        self.by_operation.is_empty()
     }
 }
 

@@ -62,8 +62,8 @@ pub use action::{
 };
 pub use error::{ConfigError, SpecError};
 pub use examples::{
-    example_lines, write_examples, ActionExamples, ExamplesError, ExamplesFile, EXAMPLES_FILE,
-    EXAMPLES_PER_ACTION, EXAMPLES_SYSTEM,
+    example_lines, write_examples, ActionExamples, ExamplesError, ExamplesFile, GivenExamples,
+    EXAMPLES_FILE, EXAMPLES_PER_ACTION, EXAMPLES_SYSTEM,
 };
 pub use exec::{
     AlwaysNo, AlwaysYes, AuditLog, Confirm, Cut, Dispatch, Executor, ExecutorConfig, Failure,

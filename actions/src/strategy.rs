@@ -41,7 +41,6 @@ use walkrag_walker::{
 };
 
 use crate::action::Action;
-use crate::examples::EXAMPLES_PER_ACTION;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{review, squash, unmentioned_parents};
@@ -465,12 +464,14 @@ impl Actions {
             .find_map(|api| api.catalog.get(id).map(|action| (action, &api.executor)))
     }
 
-    /// Whether any operation has example requests ([`Action::examples`]), which the search
-    /// then ranks by too.
-    fn has_examples(&self) -> bool {
+    /// The most example requests ([`Action::examples`]) any operation has; where there are
+    /// any, the search ranks by them too.
+    fn most_examples(&self) -> usize {
         self.apis
             .iter()
-            .any(|api| api.catalog.actions.iter().any(|a| !a.examples.is_empty()))
+            .flat_map(|api| api.catalog.actions.iter().map(|a| a.examples.len()))
+            .max()
+            .unwrap_or(0)
     }
 
     fn knows(&self, id: &str) -> bool {
@@ -846,7 +847,8 @@ impl Actions {
         if self.hybrid {
             rankings.push(by_words(query));
         }
-        if self.has_examples() {
+        let most_examples = self.most_examples();
+        if most_examples > 0 {
             // Each operation by its nearest text, its record's or one of its examples'.
             let keep = |c: ChunkRef<'_>| {
                 matches!(
@@ -858,7 +860,8 @@ impl Actions {
                 keep: Some(&keep),
                 ..options
             };
-            let depth = depth * (1 + EXAMPLES_PER_ACTION);
+            // Deep enough that each operation's nearest text is among the hits.
+            let depth = depth * (1 + most_examples);
             rankings.push(ids(&best_per_operation(&vector, depth, &options)));
         }
         if let Some(guess) = guess {

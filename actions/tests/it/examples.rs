@@ -6,7 +6,8 @@ use std::fs;
 use std::path::Path;
 
 use walkrag_actions::{
-    write_examples, Catalog, ExamplesFile, ACTION_KIND, EXAMPLES_FILE, EXAMPLE_KIND,
+    write_examples, Catalog, ExamplesError, ExamplesFile, GivenExamples, ACTION_KIND,
+    EXAMPLES_FILE, EXAMPLE_KIND,
 };
 use walkrag_walker::testing::{ScriptedChatModel, Turn};
 
@@ -151,4 +152,90 @@ async fn a_changed_operation_is_written_again_and_a_cut_line_is_passed_over() {
         reread.get(delete).unwrap().examples,
         [format!("show me note {} please", catalog.actions.len())]
     );
+}
+
+#[tokio::test]
+async fn labelled_requests_given_in_a_file_replace_written_examples_of_the_operations_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = notes();
+    let mut file = ExamplesFile::open(dir.path()).unwrap();
+    let model = ScriptedChatModel::new(
+        (0..catalog.actions.len())
+            .map(|n| reply(&format!("1. do thing {n} now")))
+            .collect(),
+    );
+    for action in &catalog.actions {
+        file.put(
+            write_examples(&model, &catalog.title, action)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+    }
+
+    // A request set of `walkrag eval --spec`: other fields are passed over, blank lines too,
+    // a request given twice is kept once, white space is made single spaces.
+    let given_path = dir.path().join("past.jsonl");
+    fs::write(
+        &given_path,
+        "{\"id\": \"a1\", \"request\": \"Bin note 12,\\n it is stale\", \"operation_id\": \"deleteNote\", \"mutating\": true}\n\
+         \n\
+         {\"request\": \"bin note 12, it is STALE\", \"operation_id\": \"deleteNote\"}\n\
+         {\"request\": \"Throw away note 3\", \"operation_id\": \"deleteNote\"}\n\
+         {\"request\": \"Feed the cat\", \"operation_id\": \"feedCat\"}\n",
+    )
+    .unwrap();
+    let given = GivenExamples::read(&given_path).unwrap();
+    assert_eq!(given.len(), 3);
+    assert_eq!(
+        given.operations().collect::<Vec<_>>(),
+        [("deleteNote", 2), ("feedCat", 1)]
+    );
+    assert_eq!(file.give(&catalog, &given).unwrap(), 1);
+    let lines = fs::read_to_string(dir.path().join(EXAMPLES_FILE))
+        .unwrap()
+        .lines()
+        .count();
+    // The same requests given again change nothing, and write nothing.
+    assert_eq!(file.give(&catalog, &given).unwrap(), 1);
+    let reread = ExamplesFile::open(dir.path()).unwrap();
+    assert_eq!(
+        fs::read_to_string(dir.path().join(EXAMPLES_FILE))
+            .unwrap()
+            .lines()
+            .count(),
+        lines
+    );
+    let delete = catalog.get("deleteNote").unwrap();
+    let kept = reread.get(delete).unwrap();
+    assert_eq!(
+        kept.examples,
+        ["Bin note 12, it is stale", "Throw away note 3"]
+    );
+    assert_eq!(kept.model, format!("file:{}", given_path.display()));
+    // The operations not named keep what the model wrote.
+    let create = catalog.get("createNote").unwrap();
+    assert_eq!(reread.get(create).unwrap().model, "test:scripted");
+
+    // A line that is not a labelled request is an error naming the file and the line; a
+    // file without any, and a file that cannot be read, are errors too.
+    fs::write(
+        &given_path,
+        "{\"request\": \"Bin note 12\", \"operation_id\": \"deleteNote\"}\n{\"request\": \"no label\"}\n",
+    )
+    .unwrap();
+    let error = GivenExamples::read(&given_path).unwrap_err();
+    assert!(
+        matches!(error, ExamplesError::Given { line: 2, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("past.jsonl, line 2"), "{error}");
+    fs::write(&given_path, "\n\n").unwrap();
+    let error = GivenExamples::read(&given_path).unwrap_err();
+    assert!(
+        matches!(error, ExamplesError::NoneGiven { .. }),
+        "{error:?}"
+    );
+    let error = GivenExamples::read(&dir.path().join("absent.jsonl")).unwrap_err();
+    assert!(matches!(error, ExamplesError::Io { .. }), "{error:?}");
 }

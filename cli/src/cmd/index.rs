@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use anyhow::{ensure, Context};
 use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
-use walkrag_actions::{is_openapi, Catalog, ExamplesFile};
+use walkrag_actions::{is_openapi, Catalog, ExamplesFile, GivenExamples};
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
 use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
 use walkrag_walker::contents::{ContentsFile, Generator};
@@ -33,7 +33,11 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 /// send for each operation, kept in INDEX/action-examples.jsonl and searched with it, so
 /// that requests in users' words meet operations described in the API's. Only operations
 /// without examples for their current content are written, each saved when done; later runs
-/// keep using them without the flag.
+/// keep using them without the flag. With --examples-from FILE, the requests of a JSON Lines
+/// file labelled with their operations (`{"request": ..., "operation_id": ...}` per line,
+/// as in a request set of `walkrag eval --spec`) become the examples of the operations they
+/// name, in place of written ones; --examples then writes only for the operations left
+/// without.
 ///
 /// With --toc, documents without headings of their own (plain text, PDF, Markdown without a
 /// heading) get a table of contents written by a chat model (--toc-model): a heading and a
@@ -46,6 +50,7 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 ///   walkrag index corpus.jsonl --index /tmp/corpus-index
 ///   walkrag index petstore.yaml
 ///   walkrag index petstore.yaml --examples --examples-model local:qwen2.5-coder-1.5b
+///   walkrag index petstore.yaml --examples-from past-requests.jsonl
 ///   walkrag index notes.txt scan.pdf --toc --toc-model local:qwen2.5-coder-0.5b
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -91,6 +96,11 @@ pub struct Args {
     /// few requests a user might send for it; they are indexed with the operation (see above).
     #[arg(long)]
     examples: bool,
+    /// A JSON Lines file of requests labelled with their operations (`request`,
+    /// `operation_id`), kept as the examples of the operations they name (see above).
+    /// Repeat it for several files.
+    #[arg(long, value_name = "FILE")]
+    examples_from: Vec<PathBuf>,
     /// The chat model that writes the example requests (--examples).
     #[arg(long, value_name = "SPEC", default_value = walkrag_models::DEFAULT_MODEL, requires = "examples")]
     examples_model: String,
@@ -196,6 +206,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact_below: args.exact_below,
         },
     };
+    if !args.examples_from.is_empty() {
+        give_examples(&args.index, &args.paths, &args.examples_from)?;
+    }
     if args.examples {
         write_examples(&args.index, &args.paths, &args.examples_model)?;
     }
@@ -366,6 +379,49 @@ pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyh
             bar.inc(1);
         }
         bar.finish_and_clear();
+    }
+    Ok(())
+}
+
+/// `--examples-from`: the labelled requests of `files` kept as the examples of the operations
+/// they name, in each spec among `paths`; requests naming no operation of any are counted
+/// in a warning.
+pub fn give_examples(index: &Path, paths: &[PathBuf], files: &[PathBuf]) -> anyhow::Result<()> {
+    let mut given = GivenExamples::default();
+    for file in files {
+        given.join(GivenExamples::read(file)?);
+    }
+    let mut kept = ExamplesFile::open(index)?;
+    let mut known = std::collections::HashSet::new();
+    for path in paths {
+        let Some(catalog) = spec_at(path) else {
+            continue;
+        };
+        let catalog = catalog?;
+        let count = kept.give(&catalog, &given)?;
+        known.extend(catalog.actions.iter().map(|a| a.operation_id.clone()));
+        eprintln!(
+            "{}: {count} of {} operations have example requests given",
+            path.display(),
+            catalog.actions.len()
+        );
+    }
+    ensure!(
+        !known.is_empty(),
+        "--examples-from needs an OpenAPI spec among the paths to index"
+    );
+    let unknown: Vec<(&str, usize)> = given
+        .operations()
+        .filter(|(operation, _)| !known.contains(*operation))
+        .collect();
+    if !unknown.is_empty() {
+        let requests: usize = unknown.iter().map(|(_, n)| n).sum();
+        let names: Vec<&str> = unknown.iter().map(|(operation, _)| *operation).collect();
+        tracing::warn!(
+            "{requests} of the {} requests given name operations none of the specs has: {}",
+            given.len(),
+            names.join(", ")
+        );
     }
     Ok(())
 }

@@ -365,3 +365,73 @@ fn example_requests_are_written_once_at_index_time_and_searched_with_the_operati
     let summary: Value = serde_json::from_str(stdout(&index(&[])).trim()).unwrap();
     assert_eq!(summary["written"], false, "{summary}");
 }
+
+#[test]
+fn example_requests_given_in_a_file_are_indexed_with_the_operations_they_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("notes.yaml"), SPEC).unwrap();
+    std::fs::write(
+        dir.join("past.jsonl"),
+        "{\"request\": \"Bin note 12, it is stale\", \"operation_id\": \"deleteNote\"}\n\
+         {\"request\": \"What did I write in note 4?\", \"operation_id\": \"getNote\"}\n\
+         {\"request\": \"Feed the cat\", \"operation_id\": \"feedCat\"}\n",
+    )
+    .unwrap();
+    let out = walkrag(
+        dir,
+        &[
+            "index",
+            "notes.yaml",
+            "--examples-from",
+            "past.jsonl",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2 of 9 operations have example requests given"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out)
+            .contains("1 of the 3 requests given name operations none of the specs has: feedCat"),
+        "{}",
+        stderr(&out)
+    );
+    let records =
+        json_lines(&std::fs::read_to_string(records_file(&dir.join(".walkrag"))).unwrap());
+    let examples: Vec<(&str, &str)> = records
+        .iter()
+        .filter(|r| r["kind"] == "action-example")
+        .map(|r| {
+            (
+                r["operation_id"].as_str().unwrap(),
+                r["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        examples,
+        [
+            ("getNote", "What did I write in note 4?"),
+            ("deleteNote", "Bin note 12, it is stale")
+        ]
+    );
+
+    // A file that is not labelled requests is an error naming the line; the index stays.
+    std::fs::write(dir.join("bad.jsonl"), "{\"request\": \"no label\"}\n").unwrap();
+    let out = walkrag(
+        dir,
+        &["index", "notes.yaml", "--examples-from", "bad.jsonl"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("bad.jsonl, line 1"),
+        "{}",
+        stderr(&out)
+    );
+    let out = walkrag(dir, &["search", "bin a note", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
