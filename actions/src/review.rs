@@ -811,8 +811,9 @@ fn identifier_tokens(name: &str) -> Vec<String> {
 
 /// Equal, or forms of one word (`archive`/`archived`, `publish`/`published`): the shorter
 /// has four letters or more, the longer starts with all but at most its last two and goes on
-/// by at most four letters past what they share (an ending, not a word of its own:
-/// `local`/`localizations` are two words); a word of three letters only with a regular ending
+/// by at most four letters past what they share (an ending, not a word of its own nor digits:
+/// `local`/`localizations` are two words, and so are `password`/`password123`); a word of
+/// three letters only with a regular ending
 /// (`pin`/`pinned`, `ban`/`banning`, `tag`/`tags`).
 fn same_word(a: &str, b: &str) -> bool {
     if a == b {
@@ -833,7 +834,12 @@ fn same_word(a: &str, b: &str) -> bool {
         .zip(long.chars())
         .take_while(|(x, y)| x == y)
         .count();
-    common + 2 >= short.chars().count() && common >= 4 && long.chars().count() <= common + 4
+    // An ending is letters: `password123` is a new word made of `password`, not a form of it.
+    let ending_is_letters = long.chars().skip(common).all(char::is_alphabetic);
+    common + 2 >= short.chars().count()
+        && common >= 4
+        && long.chars().count() <= common + 4
+        && ending_is_letters
 }
 
 /// Whether `long` is `short` with a regular English ending: `-s`, `-ed`, `-ing`, the last
@@ -1022,6 +1028,11 @@ paths:
             !same_word("local", "localizations"),
             "a word of its own, not an ending"
         );
+        // Digits are no ending: a password made of the word "password" is made up (l29).
+        assert!(!same_word("password", "password123"));
+        let said = Words::of("She'll tell me which password she wants tomorrow");
+        assert!(!said.grounds(&json!("password123")));
+        assert!(!said.grounds(&json!("Password2024")));
     }
 
     #[test]
