@@ -210,15 +210,15 @@ impl Reader {
                 // A dangling key or comma cannot be closed into JSON; drop back to the last
                 // complete value.
                 let mut closed = text.clone();
-                closed.push_str(&"}".repeat(self.depth));
+                closed.push_str(&closers(&text));
                 let parsed = read_object(&closed, self.objects);
                 if parsed.iter().all(Out::is_skipped) {
-                    if let Some(cut) = text.rfind([',', '{']) {
+                    if let Some(cut) = text.rfind([',', '{', '[']) {
                         let mut shorter = text[..cut].to_string();
-                        if text.as_bytes()[cut] == b'{' {
-                            shorter.push('{');
+                        if matches!(text.as_bytes()[cut], b'{' | b'[') {
+                            shorter.push(char::from(text.as_bytes()[cut]));
                         }
-                        shorter.push_str(&"}".repeat(self.depth));
+                        shorter.push_str(&closers(&shorter));
                         let retry = read_object(&shorter, self.objects);
                         if retry.iter().any(|i| !i.is_skipped()) {
                             items.extend(retry);
@@ -294,6 +294,37 @@ impl Reader {
             }
         }
     }
+}
+
+/// What closes the objects and lists `text` leaves open (outside its strings), innermost
+/// first: `]}` for `{"ids": [1, 2`. A model cut short by its token limit, often while
+/// repeating a list's items, leaves both open.
+fn closers(text: &str) -> String {
+    let mut open = Vec::new();
+    let mut in_string = false;
+    let mut escape = false;
+    for c in text.chars() {
+        if in_string {
+            if escape {
+                escape = false;
+            } else if c == '\\' {
+                escape = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => open.push('}'),
+            '[' => open.push(']'),
+            '}' | ']' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.iter().rev().collect()
 }
 
 /// The items of one `{...}` text (in object mode, the object itself), repaired where a small
@@ -496,6 +527,35 @@ mod tests {
             read_in_pieces("{\"sufficient\": \"yes\"}", 3),
             vec![Item::Sufficient(true)]
         );
+    }
+
+    #[test]
+    fn closes_an_object_cut_short_inside_a_list() {
+        // A model repeating a list's items until its token limit (held-out 28's l28): the
+        // object is closed at its last complete item.
+        let cut = "{\"action\": \"execute_action\", \"params\": {\"id\": \"48877\", \"post_ids\": [\"12345\", \"67890\", \"123";
+        let mut reader = ObjectReader::new();
+        let mut raws = reader.push(cut);
+        raws.extend(reader.finish());
+        let [Raw::Object(object)] = raws.as_slice() else {
+            panic!("{raws:?}");
+        };
+        assert_eq!(
+            Value::Object(object.clone()),
+            serde_json::json!({"action": "execute_action", "params": {"id": "48877", "post_ids": ["12345", "67890", "123"]}})
+        );
+        // Cut after a comma in the list: the items before it are kept.
+        let mut reader = ObjectReader::new();
+        let mut raws = reader.push("{\"ids\": [1, 2, ");
+        raws.extend(reader.finish());
+        let [Raw::Object(object)] = raws.as_slice() else {
+            panic!("{raws:?}");
+        };
+        assert_eq!(
+            Value::Object(object.clone()),
+            serde_json::json!({"ids": [1, 2]})
+        );
+        assert_eq!(closers("{\"a\": [{\"b\": \"]}\", \"c\": ["), "]}]}");
     }
 
     #[test]

@@ -362,6 +362,36 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
 }
 
 #[tokio::test]
+async fn a_call_cut_short_by_the_token_limit_is_read_up_to_its_cut() {
+    // A small model repeating a list's items until its token limit (held-out 28's l28): the
+    // call is read up to its last complete item, the made-up items are dropped and the
+    // required input it never reached is asked for.
+    let server = Server::start().await;
+    let index = notes_index();
+    let (confirm, seen) = recording(true);
+    let actions = strategy(&server, ExecutorConfig::default(), confirm);
+    let cut = r#"{"action": "execute_action", "operation_id": "createNote", "params": {"tags": ["groceries", "tag1", "tag1", "tag1", "ta"#;
+    let model = ScriptedChatModel::new(vec![pick("createNote"), Turn::Reply(cut.into())]);
+    let (answer, _) = run(&actions, &index, &model, "Create a note tagged groceries").await;
+    assert_eq!(
+        answer.termination,
+        Termination::AskedUser,
+        "{}",
+        answer.answer
+    );
+    assert_eq!(answer.usage.llm_calls, 2, "read at once, not sent back");
+    let step = &executed(&answer)[0];
+    assert_eq!(step.asked, ["title"]);
+    assert!(
+        actions_of(&answer).iter().all(|a| a.action != "unreadable"),
+        "{:?}",
+        actions_of(&answer)
+    );
+    assert_eq!(server.count(), 0);
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn unknown_operations_404s_and_500s_come_back_to_the_model() {
     let server = Server::start().await;
     let index = notes_index();
