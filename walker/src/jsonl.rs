@@ -301,21 +301,12 @@ impl Reader {
 /// repeating a list's items, leaves both open.
 fn closers(text: &str) -> String {
     let mut open = Vec::new();
-    let mut in_string = false;
-    let mut escape = false;
+    let mut quoting = Quoting::default();
     for c in text.chars() {
-        if in_string {
-            if escape {
-                escape = false;
-            } else if c == '\\' {
-                escape = true;
-            } else if c == '"' {
-                in_string = false;
-            }
+        if quoting.takes(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' => open.push('}'),
             '[' => open.push(']'),
             '}' | ']' => {
@@ -325,6 +316,32 @@ fn closers(text: &str) -> String {
         }
     }
     open.iter().rev().collect()
+}
+
+/// Whether a scan of JSON text is inside a string (and just after a backslash there).
+#[derive(Default)]
+struct Quoting {
+    in_string: bool,
+    escape: bool,
+}
+
+impl Quoting {
+    /// Takes the next character: true where it is part of a string, its quotes included.
+    fn takes(&mut self, c: char) -> bool {
+        if self.in_string {
+            if self.escape {
+                self.escape = false;
+            } else if c == '\\' {
+                self.escape = true;
+            } else if c == '"' {
+                self.in_string = false;
+            }
+            true
+        } else {
+            self.in_string = c == '"';
+            self.in_string
+        }
+    }
 }
 
 /// The items of one `{...}` text (in object mode, the object itself), repaired where a small
@@ -353,23 +370,12 @@ fn read_object(text: &str, objects: bool) -> Vec<Out> {
 fn repair(text: &str) -> String {
     let text = text.replace(['“', '”'], "\"");
     let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escape = false;
+    let mut quoting = Quoting::default();
     let chars: Vec<char> = text.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
-        if in_string {
-            if escape {
-                escape = false;
-            } else if c == '\\' {
-                escape = true;
-            } else if c == '"' {
-                in_string = false;
-            }
+        if quoting.takes(c) {
             out.push(c);
             continue;
-        }
-        if c == '"' {
-            in_string = true;
         }
         if c == ',' {
             let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());

@@ -17,6 +17,14 @@ fn reply(text: &str) -> Turn {
     Turn::Reply(text.to_string())
 }
 
+/// Has `model` write the examples of every operation of `catalog` into `file`.
+async fn write_all(file: &mut ExamplesFile, model: &ScriptedChatModel, catalog: &Catalog) {
+    for action in &catalog.actions {
+        let examples = write_examples(model, &catalog.title, action).await.unwrap();
+        file.put(examples).unwrap();
+    }
+}
+
 #[tokio::test]
 async fn examples_are_written_per_operation_kept_and_searched_with_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,14 +122,7 @@ async fn a_changed_operation_is_written_again_and_a_cut_line_is_passed_over() {
             .collect(),
     );
     let mut file = ExamplesFile::open(dir.path()).unwrap();
-    for action in &catalog.actions {
-        file.put(
-            write_examples(&model, &catalog.title, action)
-                .await
-                .unwrap(),
-        )
-        .unwrap();
-    }
+    write_all(&mut file, &model, &catalog).await;
     // A run killed while writing leaves half a line behind.
     let path = dir.path().join(EXAMPLES_FILE);
     let mut text = fs::read_to_string(&path).unwrap();
@@ -164,14 +165,7 @@ async fn labelled_requests_given_in_a_file_replace_written_examples_of_the_opera
             .map(|n| reply(&format!("1. do thing {n} now")))
             .collect(),
     );
-    for action in &catalog.actions {
-        file.put(
-            write_examples(&model, &catalog.title, action)
-                .await
-                .unwrap(),
-        )
-        .unwrap();
-    }
+    write_all(&mut file, &model, &catalog).await;
 
     // A request set of `walkrag eval --spec`: other fields are passed over, blank lines too,
     // a request given twice is kept once, white space is made single spaces.
