@@ -1,9 +1,10 @@
 //! Example requests: a few short messages a user might type to have an operation carried
 //! out, written once per operation by a chat model when the spec is indexed (`walkrag index
 //! SPEC --examples`), or given in a file of requests labelled with their operations
-//! (`walkrag index SPEC --examples-from FILE`), and kept beside the index. They join the operation's embedded and
-//! keyword texts ([`Action::embed_text`], [`Action::keyword_text`]), so that a request in
-//! the user's words can meet an operation described in the API's.
+//! (`walkrag index SPEC --examples-from FILE`), and kept beside the index. They join the
+//! operation's embedded and keyword texts ([`Action::embed_text`],
+//! [`Action::keyword_text`]), so that a request in the user's words can meet an operation
+//! described in the API's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -170,7 +171,8 @@ impl ExamplesFile {
 /// words what an operation is for, where a spec says it in the API's.
 #[derive(Debug, Clone, Default)]
 pub struct GivenExamples {
-    /// `file:PATH`, recorded as the examples' writer.
+    /// `file:PATH` (several, comma-separated, for several files), recorded as the examples'
+    /// writer.
     source: String,
     /// Each operation's requests in the file's order, each kept once.
     by_operation: BTreeMap<String, Vec<String>>,
@@ -190,56 +192,60 @@ impl GivenExamples {
             path: path.to_path_buf(),
             source,
         })?;
-        let mut by_operation: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut given = Self {
+            source: format!("file:{}", path.display()),
+            by_operation: BTreeMap::new(),
+        };
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let given = |message: String| ExamplesError::Given {
+            let bad_line = |message: String| ExamplesError::Given {
                 path: path.to_path_buf(),
                 line: n + 1,
                 message,
             };
             let labelled: LabelledRequest = serde_json::from_str(line).map_err(|e| {
-                given(format!(
+                bad_line(format!(
                     "not a request labelled with its operation ({{\"request\", \"operation_id\"}}): {e}"
                 ))
             })?;
             let request = one_line(&labelled.request);
             if request.is_empty() || labelled.operation_id.trim().is_empty() {
-                return Err(given("an empty request or operation_id".into()));
+                return Err(bad_line("an empty request or operation_id".into()));
             }
-            let requests = by_operation.entry(labelled.operation_id).or_default();
-            if !requests
-                .iter()
-                .any(|seen| seen.eq_ignore_ascii_case(&request))
-            {
-                requests.push(request);
-            }
+            given.add(labelled.operation_id, request);
         }
-        if by_operation.is_empty() {
+        if given.is_empty() {
             return Err(ExamplesError::NoneGiven {
                 path: path.to_path_buf(),
             });
         }
-        Ok(Self {
-            source: format!("file:{}", path.display()),
-            by_operation,
-        })
+        Ok(given)
     }
 
-    /// The requests of `other` joined to these (for several files; the first file's source
-    /// is kept).
-    pub fn join(&mut self, other: GivenExamples) {
-        if self.source.is_empty() {
-            self.source = other.source;
+    /// Adds `request` to `operation`'s, unless it is there already (in any case).
+    fn add(&mut self, operation: String, request: String) {
+        let requests = self.by_operation.entry(operation).or_default();
+        if !requests
+            .iter()
+            .any(|seen| seen.eq_ignore_ascii_case(&request))
+        {
+            requests.push(request);
         }
+    }
+
+    /// The requests of `other` joined to these (for several files, each named in the
+    /// source).
+    pub fn join(&mut self, other: GivenExamples) {
+        self.source = if self.source.is_empty() {
+            other.source
+        } else {
+            format!("{}, {}", self.source, other.source)
+        };
         for (operation, requests) in other.by_operation {
-            let mine = self.by_operation.entry(operation).or_default();
             for request in requests {
-                if !mine.iter().any(|seen| seen.eq_ignore_ascii_case(&request)) {
-                    mine.push(request);
-                }
+                self.add(operation.clone(), request);
             }
         }
     }

@@ -185,6 +185,28 @@ async fn labelled_requests_given_in_a_file_replace_written_examples_of_the_opera
         given.operations().collect::<Vec<_>>(),
         [("deleteNote", 2), ("feedCat", 1)]
     );
+    // A second file joins the first; each is named as the examples' source.
+    let more_path = dir.path().join("more.jsonl");
+    fs::write(
+        &more_path,
+        "{\"request\": \"THROW AWAY NOTE 3\", \"operation_id\": \"deleteNote\"}\n\
+         {\"request\": \"Show note 9\", \"operation_id\": \"getNote\"}\n",
+    )
+    .unwrap();
+    let mut joined = given.clone();
+    joined.join(GivenExamples::read(&more_path).unwrap());
+    assert_eq!(
+        joined.operations().collect::<Vec<_>>(),
+        [("deleteNote", 2), ("feedCat", 1), ("getNote", 1)]
+    );
+    let mut other = ExamplesFile::open(&dir.path().join("other")).unwrap();
+    assert_eq!(other.give(&catalog, &joined).unwrap(), 2);
+    let source = &other.get(catalog.get("getNote").unwrap()).unwrap().model;
+    assert!(
+        source.contains("past.jsonl") && source.contains("more.jsonl"),
+        "{source}"
+    );
+
     assert_eq!(file.give(&catalog, &given).unwrap(), 1);
     let lines = fs::read_to_string(dir.path().join(EXAMPLES_FILE))
         .unwrap()
