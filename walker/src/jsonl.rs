@@ -118,8 +118,8 @@ pub struct Reader {
     /// Byte offset of the open object's `{` in `buf`.
     start: Option<usize>,
     depth: usize,
-    in_string: bool,
-    escape: bool,
+    /// Where the scan of the open object is: in a string or not.
+    quoting: Quoting,
     /// Column names of a Markdown table being read.
     table: Option<Vec<String>>,
     /// Object mode ([`ObjectReader`]): objects are returned whole.
@@ -156,25 +156,18 @@ impl Reader {
                     self.outside(&buf[line_start..i], false, &mut items);
                     self.start = Some(i);
                     self.depth = 1;
-                    self.in_string = false;
-                    self.escape = false;
+                    self.quoting = Quoting::default();
                 } else if b == b'\n' {
                     self.outside(&buf[line_start..i], true, &mut items);
                     line_start = i + 1;
                 }
                 continue;
             };
-            if self.in_string {
-                if self.escape {
-                    self.escape = false;
-                } else if b == b'\\' {
-                    self.escape = true;
-                } else if b == b'"' {
-                    self.in_string = false;
-                }
-            } else if b == b'"' {
-                self.in_string = true;
-            } else if b == b'{' {
+            // Bytes of multi-byte characters are neither quotes nor backslashes.
+            if self.quoting.takes(char::from(b)) {
+                continue;
+            }
+            if b == b'{' {
                 self.depth += 1;
             } else if b == b'}' {
                 self.depth -= 1;
@@ -201,8 +194,8 @@ impl Reader {
         match self.start.take() {
             Some(start) => {
                 let mut text = rest[start..].to_string();
-                if self.in_string {
-                    if self.escape {
+                if self.quoting.in_string {
+                    if self.quoting.escape {
                         text.pop();
                     }
                     text.push('"');
@@ -215,8 +208,9 @@ impl Reader {
                 if parsed.iter().all(Out::is_skipped) {
                     if let Some(cut) = text.rfind([',', '{', '[']) {
                         let mut shorter = text[..cut].to_string();
-                        if matches!(text.as_bytes()[cut], b'{' | b'[') {
-                            shorter.push(char::from(text.as_bytes()[cut]));
+                        let at_cut = char::from(text.as_bytes()[cut]);
+                        if matches!(at_cut, '{' | '[') {
+                            shorter.push(at_cut);
                         }
                         shorter.push_str(&closers(&shorter));
                         let retry = read_object(&shorter, self.objects);
@@ -319,7 +313,7 @@ fn closers(text: &str) -> String {
 }
 
 /// Whether a scan of JSON text is inside a string (and just after a backslash there).
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Quoting {
     in_string: bool,
     escape: bool,
@@ -535,31 +529,33 @@ mod tests {
         );
     }
 
+    /// What the object reader makes of `text` given whole.
+    fn objects_of(text: &str) -> Vec<Raw> {
+        let mut reader = ObjectReader::new();
+        let mut raws = reader.push(text);
+        raws.extend(reader.finish());
+        raws
+    }
+
+    fn object(value: serde_json::Value) -> Raw {
+        Raw::Object(value.as_object().unwrap().clone())
+    }
+
     #[test]
     fn closes_an_object_cut_short_inside_a_list() {
         // A model repeating a list's items until its token limit (held-out 28's l28): the
         // object is closed at its last complete item.
         let cut = "{\"action\": \"execute_action\", \"params\": {\"id\": \"48877\", \"post_ids\": [\"12345\", \"67890\", \"123";
-        let mut reader = ObjectReader::new();
-        let mut raws = reader.push(cut);
-        raws.extend(reader.finish());
-        let [Raw::Object(object)] = raws.as_slice() else {
-            panic!("{raws:?}");
-        };
         assert_eq!(
-            Value::Object(object.clone()),
-            serde_json::json!({"action": "execute_action", "params": {"id": "48877", "post_ids": ["12345", "67890", "123"]}})
+            objects_of(cut),
+            [object(
+                serde_json::json!({"action": "execute_action", "params": {"id": "48877", "post_ids": ["12345", "67890", "123"]}})
+            )]
         );
         // Cut after a comma in the list: the items before it are kept.
-        let mut reader = ObjectReader::new();
-        let mut raws = reader.push("{\"ids\": [1, 2, ");
-        raws.extend(reader.finish());
-        let [Raw::Object(object)] = raws.as_slice() else {
-            panic!("{raws:?}");
-        };
         assert_eq!(
-            Value::Object(object.clone()),
-            serde_json::json!({"ids": [1, 2]})
+            objects_of("{\"ids\": [1, 2, "),
+            [object(serde_json::json!({"ids": [1, 2]}))]
         );
         assert_eq!(closers("{\"a\": [{\"b\": \"]}\", \"c\": ["), "]}]}");
     }
@@ -629,7 +625,6 @@ mod tests {
             }
             got.extend(reader.push(&piece));
             got.extend(reader.finish());
-            let object = |v: serde_json::Value| Raw::Object(v.as_object().unwrap().clone());
             assert_eq!(
                 got,
                 vec![
