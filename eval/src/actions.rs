@@ -169,6 +169,9 @@ pub struct ActionSettings {
     /// The weight of the request's nearness to each listed operation in a weighed pick
     /// ([`Actions::nearness_weight`]; the strategy's default when `None`).
     pub nearness_weight: Option<f32>,
+    /// The weight of the nearest example requests' vote in a weighed pick
+    /// ([`Actions::vote_weight`]; the strategy's default when `None`).
+    pub vote_weight: Option<f32>,
     /// The model that writes the guess and weighs the pick ([`Actions::pick_model`]; the chat
     /// model when `None`).
     pub pick_model: Option<Arc<dyn ChatModel>>,
@@ -190,6 +193,7 @@ impl std::fmt::Debug for ActionSettings {
             .field("judge_weight", &self.judge_weight)
             .field("calibration", &self.calibration)
             .field("nearness_weight", &self.nearness_weight)
+            .field("vote_weight", &self.vote_weight)
             .field("pick_model", &self.pick_model.as_ref().map(|m| m.id()))
             .field("retries", &self.retries)
             .field("traces", &self.traces)
@@ -370,6 +374,9 @@ fn strategy_for(
     }
     if let Some(weight) = settings.nearness_weight {
         actions.nearness_weight = weight;
+    }
+    if let Some(weight) = settings.vote_weight {
+        actions.vote_weight = weight;
     }
     actions.pick_model = settings.pick_model.clone();
     Ok(actions)

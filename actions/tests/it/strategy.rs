@@ -1473,6 +1473,7 @@ async fn nearness_to_an_example_request_weighs_in_the_pick() {
     let picked = |weight: f32, expected: &'static str| {
         let (mut actions, index) = strategy_and_index(notes_with_an_example(), &server);
         actions.nearness_weight = weight;
+        actions.vote_weight = 0.0;
         async move {
             let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
             let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
@@ -1497,6 +1498,117 @@ async fn nearness_to_an_example_request_weighs_in_the_pick() {
     assert!(
         nearness("exportNotes") > nearness("getNote") + 0.1,
         "{text}"
+    );
+}
+
+/// The notes API with example requests for `exportNotes` and one for `getNote`.
+fn notes_with_examples() -> Catalog {
+    let mut catalog = notes();
+    for action in &mut catalog.actions {
+        action.examples = match action.operation_id.as_str() {
+            "exportNotes" => vec![
+                "dump all my jottings into a file".into(),
+                "save every jotting I have to one file".into(),
+            ],
+            "getNote" => vec!["show me my jotting number 12".into()],
+            _ => continue,
+        };
+    }
+    catalog
+}
+
+#[tokio::test]
+async fn the_nearest_example_requests_vote_in_the_pick() {
+    let server = Server::start().await;
+    // The readings lean to getNote (-3 + 2 × -1 against -4 + 2 × -1).
+    const READINGS: Readings = Readings {
+        asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
+        listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
+        blank: &[],
+        judged: &[],
+    };
+    let picked = |weight: f32, expected: &'static str| {
+        let (mut actions, index) = strategy_and_index(notes_with_examples(), &server);
+        actions.nearness_weight = 0.0;
+        actions.vote_weight = weight;
+        async move {
+            let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
+            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
+            (
+                pick_step(&answer),
+                answer.trace.config["vote_weight"].clone(),
+            )
+        }
+    };
+
+    let (by_readings, weight) = picked(0.0, "getNote").await;
+    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
+    assert!(!by_readings.text.unwrap().contains("vote"));
+    assert_eq!(weight, json!(0.0));
+    let (voted, weight) = picked(10.0, "exportNotes").await;
+    assert_eq!(voted.operation_id.as_deref(), Some("exportNotes"));
+    assert_eq!(weight, json!(10.0));
+    let text = voted.text.expect("the weights");
+    let share = |id: &str| -> f32 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}:")))
+            .unwrap();
+        let (_, rest) = line.split_once(", vote ").expect("the vote shown");
+        rest.split(',').next().unwrap().parse().unwrap()
+    };
+    // The three examples vote: two for exportNotes, nearer, and one for getNote; the rest
+    // of the list has none.
+    assert!(share("exportNotes") > 0.5, "{text}");
+    assert!(share("getNote") > 0.0, "{text}");
+    assert!(
+        (share("exportNotes") + share("getNote") - 1.0).abs() < 0.02,
+        "{text}"
+    );
+    assert!(text
+        .lines()
+        .filter(|l| l.contains(", vote "))
+        .all(|l| l.starts_with("exportNotes:")
+            || l.starts_with("getNote:")
+            || l.contains(", vote 0.00,")));
+}
+
+#[tokio::test]
+async fn the_operation_most_voted_for_is_listed_however_it_read() {
+    let server = Server::start().await;
+    // A shortlist of one: getNote reads best by far, exportNotes worst.
+    const READINGS: Readings = Readings {
+        asked: &[("getNote", -1.0), ("exportNotes", -30.0)],
+        listed: &[("getNote", -1.0), ("none", -10.0)],
+        blank: &[],
+        judged: &[],
+    };
+    let listed = |weight: f32| {
+        let (mut actions, index) = strategy_and_index(notes_with_examples(), &server);
+        actions.nearness_weight = 0.0;
+        actions.pick_k = 1;
+        actions.vote_weight = weight;
+        async move {
+            let model = weighing_by(vec![call("getNote", json!({})), respond("Done.")], READINGS);
+            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
+            let text = pick_step(&answer).text.expect("the weights");
+            let export = text
+                .lines()
+                .find(|l| l.starts_with("exportNotes:"))
+                .expect("exportNotes in the pool")
+                .to_string();
+            (!export.ends_with("not listed"), text)
+        }
+    };
+
+    let (without, text) = listed(0.0).await;
+    assert!(!without, "the shortlist of one is getNote: {text}");
+    let (with, text) = listed(10.0).await;
+    assert!(with, "exportNotes listed beside getNote: {text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("getNote: request") && !l.ends_with("not listed")),
+        "getNote still listed: {text}"
     );
 }
 

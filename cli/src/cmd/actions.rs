@@ -68,6 +68,12 @@ pub struct ActionFlags {
     /// example requests' (`walkrag index --examples`) [default: 10; 0 turns it off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub nearness_weight: Option<f32>,
+    /// actions: in a local model's weighed pick, where the index holds example requests, let
+    /// the 5 nearest to the request vote for their operations (nearer ones count more) and
+    /// add W times each listed operation's share of the vote; the operation most voted for
+    /// is always listed [default: 10; 0 turns it off].
+    #[arg(long, value_name = "W", value_parser = weight)]
+    pub vote_weight: Option<f32>,
     /// actions: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn: a larger
     /// local model such as local:qwen2.5-coder-1.5b tells near neighbours apart better (on
@@ -192,6 +198,9 @@ pub fn strategy(
     }
     if let Some(weight) = flags.nearness_weight {
         strategy.nearness_weight = weight;
+    }
+    if let Some(weight) = flags.vote_weight {
+        strategy.vote_weight = weight;
     }
     strategy.pick_model = super::load_other_model(flags.pick_model.as_deref(), model, "pick")?;
     Ok(strategy)

@@ -85,6 +85,11 @@ pub struct Args {
     /// [default: 10; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     nearness_weight: Option<f32>,
+    /// With --spec: in the weighed pick, where the index holds example requests, let the 5
+    /// nearest to the request vote for their operations and add W times each listed
+    /// operation's share of the vote [default: 10; 0 turns it off].
+    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
+    vote_weight: Option<f32>,
     /// With --spec: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn [default:
     /// --model].
@@ -284,6 +289,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         judge_weight: args.judge_weight,
         calibration: args.calibration,
         nearness_weight: args.nearness_weight,
+        vote_weight: args.vote_weight,
         pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
         retries: args.retries,
         traces: args.traces,

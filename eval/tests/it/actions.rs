@@ -47,6 +47,7 @@ fn settings() -> ActionSettings {
         judge_weight: None,
         calibration: None,
         nearness_weight: None,
+        vote_weight: None,
         pick_model: None,
         retries: 0,
         traces: true,
