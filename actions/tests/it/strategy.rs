@@ -1458,45 +1458,80 @@ async fn the_list_reading_weighs_a_shortlist_of_the_pool_by_both_rankings() {
     );
 }
 
+/// Readings that lean to getNote: -3 + 2 × -1 against exportNotes' -4 + 2 × -1.
+const LEANING_TO_GET_NOTE: Readings = Readings {
+    asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
+    listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
+    blank: &[],
+    judged: &[],
+};
+
+/// The weighed pick of [`JOTTINGS`] on `catalog`, with `actions` set by `set`, by a model
+/// reading as `readings`, whose script calls `calls` (a missing input is then asked), and
+/// the vote weight the trace records.
+async fn pick_of_jottings(
+    server: &Server,
+    catalog: Catalog,
+    set: impl FnOnce(&mut Actions),
+    readings: Readings,
+    calls: &str,
+) -> (ActionStep, Value) {
+    let (mut actions, index) = strategy_and_index(catalog, server);
+    set(&mut actions);
+    let model = weighing_by(vec![call(calls, json!({})), respond("Done.")], readings);
+    let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
+    (
+        pick_step(&answer),
+        answer.trace.config["vote_weight"].clone(),
+    )
+}
+
+/// The figure `term` ("near", "vote") shows on `id`'s line of a weighed pick's `text`.
+fn term_of(text: &str, id: &str, term: &str) -> f32 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{id}:")))
+        .unwrap_or_else(|| panic!("{id} in {text}"));
+    let (_, rest) = line
+        .split_once(&format!(", {term} "))
+        .unwrap_or_else(|| panic!("{term} shown on {line}"));
+    rest.split(',').next().unwrap().parse().unwrap()
+}
+
 #[tokio::test]
 async fn nearness_to_an_example_request_weighs_in_the_pick() {
     let server = Server::start().await;
-    // The readings lean to getNote (-3 + 2 × -1 against -4 + 2 × -1); the request is close
-    // to exportNotes' example and to no text of getNote's.
-    const READINGS: Readings = Readings {
-        asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
-        listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
-        blank: &[],
-        judged: &[],
-    };
-    // Each run's script calls the operation it should pick (a missing input is then asked).
-    let picked = |weight: f32, expected: &'static str| {
-        let (mut actions, index) = strategy_and_index(notes_with_an_example(), &server);
-        actions.nearness_weight = weight;
-        actions.vote_weight = 0.0;
-        async move {
-            let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
-            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
-            pick_step(&answer)
+    // The request is close to exportNotes' example and to no text of getNote's.
+    let weighed = |weight: f32| {
+        move |actions: &mut Actions| {
+            actions.nearness_weight = weight;
+            actions.vote_weight = 0.0;
         }
     };
+    let catalog = notes_with_an_example;
 
-    let by_readings = picked(0.0, "getNote").await;
+    let (by_readings, _) = pick_of_jottings(
+        &server,
+        catalog(),
+        weighed(0.0),
+        LEANING_TO_GET_NOTE,
+        "getNote",
+    )
+    .await;
     assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
     assert!(!by_readings.text.unwrap().contains("near"));
-    let near = picked(10.0, "exportNotes").await;
+    let (near, _) = pick_of_jottings(
+        &server,
+        catalog(),
+        weighed(10.0),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
     assert_eq!(near.operation_id.as_deref(), Some("exportNotes"));
     let text = near.text.expect("the weights");
-    let nearness = |id: &str| -> f32 {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{id}:")))
-            .unwrap();
-        let (_, rest) = line.split_once(", near ").expect("nearness shown");
-        rest.split(',').next().unwrap().parse().unwrap()
-    };
     assert!(
-        nearness("exportNotes") > nearness("getNote") + 0.1,
+        term_of(&text, "exportNotes", "near") > term_of(&text, "getNote", "near") + 0.1,
         "{text}"
     );
 }
@@ -1520,45 +1555,38 @@ fn notes_with_examples() -> Catalog {
 #[tokio::test]
 async fn the_nearest_example_requests_vote_in_the_pick() {
     let server = Server::start().await;
-    // The readings lean to getNote (-3 + 2 × -1 against -4 + 2 × -1).
-    const READINGS: Readings = Readings {
-        asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
-        listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
-        blank: &[],
-        judged: &[],
-    };
-    let picked = |weight: f32, expected: &'static str| {
-        let (mut actions, index) = strategy_and_index(notes_with_examples(), &server);
-        actions.nearness_weight = 0.0;
-        actions.vote_weight = weight;
-        async move {
-            let model = weighing_by(vec![call(expected, json!({})), respond("Done.")], READINGS);
-            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
-            (
-                pick_step(&answer),
-                answer.trace.config["vote_weight"].clone(),
-            )
+    let voting = |weight: f32| {
+        move |actions: &mut Actions| {
+            actions.nearness_weight = 0.0;
+            actions.vote_weight = weight;
         }
     };
 
-    let (by_readings, weight) = picked(0.0, "getNote").await;
+    let (by_readings, weight) = pick_of_jottings(
+        &server,
+        notes_with_examples(),
+        voting(0.0),
+        LEANING_TO_GET_NOTE,
+        "getNote",
+    )
+    .await;
     assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
     assert!(!by_readings.text.unwrap().contains("vote"));
     assert_eq!(weight, json!(0.0));
-    let (voted, weight) = picked(10.0, "exportNotes").await;
+    let (voted, weight) = pick_of_jottings(
+        &server,
+        notes_with_examples(),
+        voting(10.0),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
     assert_eq!(voted.operation_id.as_deref(), Some("exportNotes"));
     assert_eq!(weight, json!(10.0));
     let text = voted.text.expect("the weights");
-    let share = |id: &str| -> f32 {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{id}:")))
-            .unwrap();
-        let (_, rest) = line.split_once(", vote ").expect("the vote shown");
-        rest.split(',').next().unwrap().parse().unwrap()
-    };
     // The three examples vote: two for exportNotes, nearer, and one for getNote; the rest
     // of the list has none.
+    let share = |id: &str| term_of(&text, id, "vote");
     assert!(share("exportNotes") > 0.5, "{text}");
     assert!(share("getNote") > 0.0, "{text}");
     assert!(
@@ -1567,10 +1595,8 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
     );
     assert!(text
         .lines()
-        .filter(|l| l.contains(", vote "))
-        .all(|l| l.starts_with("exportNotes:")
-            || l.starts_with("getNote:")
-            || l.contains(", vote 0.00,")));
+        .filter(|l| l.contains(", vote ") && !l.starts_with("exportNotes:"))
+        .all(|l| l.starts_with("getNote:") || l.contains(", vote 0.00,")));
 }
 
 #[tokio::test]
@@ -1584,32 +1610,28 @@ async fn the_operation_most_voted_for_is_listed_however_it_read() {
         judged: &[],
     };
     let listed = |weight: f32| {
-        let (mut actions, index) = strategy_and_index(notes_with_examples(), &server);
-        actions.nearness_weight = 0.0;
-        actions.pick_k = 1;
-        actions.vote_weight = weight;
+        let server = &server;
         async move {
-            let model = weighing_by(vec![call("getNote", json!({})), respond("Done.")], READINGS);
-            let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
-            let text = pick_step(&answer).text.expect("the weights");
-            let export = text
-                .lines()
-                .find(|l| l.starts_with("exportNotes:"))
-                .expect("exportNotes in the pool")
-                .to_string();
-            (!export.ends_with("not listed"), text)
+            let one = move |actions: &mut Actions| {
+                actions.nearness_weight = 0.0;
+                actions.pick_k = 1;
+                actions.vote_weight = weight;
+            };
+            let (pick, _) =
+                pick_of_jottings(server, notes_with_examples(), one, READINGS, "getNote").await;
+            let text = pick.text.expect("the weights");
+            let is_listed = |id: &str| {
+                text.lines()
+                    .any(|l| l.starts_with(&format!("{id}: request")) && !l.ends_with("not listed"))
+            };
+            (is_listed("exportNotes"), is_listed("getNote"), text.clone())
         }
     };
 
-    let (without, text) = listed(0.0).await;
-    assert!(!without, "the shortlist of one is getNote: {text}");
-    let (with, text) = listed(10.0).await;
-    assert!(with, "exportNotes listed beside getNote: {text}");
-    assert!(
-        text.lines()
-            .any(|l| l.starts_with("getNote: request") && !l.ends_with("not listed")),
-        "getNote still listed: {text}"
-    );
+    let (export, get, text) = listed(0.0).await;
+    assert!(!export && get, "the shortlist of one is getNote: {text}");
+    let (export, get, text) = listed(10.0).await;
+    assert!(export && get, "exportNotes listed beside getNote: {text}");
 }
 
 #[tokio::test]
