@@ -352,6 +352,10 @@ pub struct Action {
     /// not part of the hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// Whether [`Action::examples`] are requests given in a file (`walkrag index
+    /// --examples-from`) rather than written by a model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub examples_given: bool,
 }
 
 /// One field of an operation's successful response ([`Action::returns`]), or the whole

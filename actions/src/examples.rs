@@ -30,6 +30,9 @@ pub const EXAMPLES_PER_ACTION: usize = 5;
 /// The most tokens one operation's examples may take (five lines of under 15 words).
 const EXAMPLES_MAX_TOKENS: usize = 120;
 
+/// How [`ActionExamples::model`] starts for requests given in a file, before the file's path.
+const GIVEN_PREFIX: &str = "file:";
+
 /// The examples of one operation: one line of [`EXAMPLES_FILE`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionExamples {
@@ -153,13 +156,13 @@ impl ExamplesFile {
         Ok(count)
     }
 
-    /// Gives each action of `catalog` its kept examples (none where there are none).
+    /// Gives each action of `catalog` its kept examples (none where there are none), and
+    /// marks those given in a file ([`Action::examples_given`]).
     pub fn attach(&self, catalog: &mut Catalog) {
         for action in &mut catalog.actions {
-            action.examples = self
-                .get(action)
-                .map(|kept| kept.examples.clone())
-                .unwrap_or_default();
+            let kept = self.get(action);
+            action.examples = kept.map(|k| k.examples.clone()).unwrap_or_default();
+            action.examples_given = kept.is_some_and(|k| k.model.starts_with(GIVEN_PREFIX));
         }
     }
 }
@@ -193,7 +196,7 @@ impl GivenExamples {
             source,
         })?;
         let mut given = Self {
-            source: format!("file:{}", path.display()),
+            source: format!("{GIVEN_PREFIX}{}", path.display()),
             by_operation: BTreeMap::new(),
         };
         for (n, line) in text.lines().enumerate() {

@@ -233,6 +233,7 @@ fn read_operation(
         returns: read_returns(resolver, order, operation, &at),
         hash: ActionHash(String::new()),
         examples: Vec::new(),
+        examples_given: false,
     })
 }
 

@@ -75,6 +75,12 @@ const SHORTLIST_RRF_K: f32 = 20.0;
 /// requests an operation on the list does fit.
 const NONE_MARGIN: f32 = 1.0;
 
+/// The weight of nearness in a weighed pick ([`Actions::nearness_weight`]): 10.
+const NEARNESS_WEIGHT: f32 = 10.0;
+
+/// The weight of nearness where examples were given in a file: 30.
+const NEARNESS_WEIGHT_GIVEN: f32 = 30.0;
+
 /// How many of the example requests nearest to the request vote in a weighed pick
 /// ([`Actions::vote_weight`]): 5.
 const VOTE_K: usize = 5;
@@ -376,7 +382,9 @@ pub struct Actions {
     /// live, on the blind sets 7 and 8, from 14 and 19 to 15 and 21:
     /// `docs/results/actions-discourse/`, row 11.
     pub calibration: f32,
-    /// The weight of nearness in a weighed pick: 10. Each listed operation also gets this
+    /// The weight of nearness in a weighed pick; `None`, the default: 10, or 30 where some
+    /// operation's examples were given in a file ([`Action::examples_given`]). Each listed
+    /// operation also gets this
     /// weight times the embedding similarity of the request to the operation's nearest
     /// text: its record's, or one of its example requests' where the index has them
     /// (`walkrag index --examples`). The readings of a small model split near neighbours on
@@ -384,8 +392,10 @@ pub struct Actions {
     /// the operation, at no model call. Replayed offline on the recorded readings of 240
     /// picks on held-out sets 7 to 12, it took the pick from 134 to 147 right (and from 134
     /// to 138 with the records alone); live, on the blind set 13, from 13 to 15 of 30 (from
-    /// 14 to 17 with examples): `docs/results/actions-discourse/`, row 16.
-    pub nearness_weight: f32,
+    /// 14 to 17 with examples): `docs/results/actions-discourse/`, row 16. With requests given
+    /// as examples, replayed on the 420 recorded picks of held-out 14 to 27, 30 took the pick
+    /// from 316 to 337 right, and to 347 with the vote (row 34, row 37).
+    pub nearness_weight: Option<f32>,
     /// The weight of the vote in a weighed pick: 10, where the index holds example requests
     /// (0 turns it off). The [`VOTE_K`] example requests nearest to the request vote for
     /// their operations, each by the softmax of its similarity ([`VOTE_TEMPERATURE`]); each
@@ -453,7 +463,7 @@ impl Actions {
             pick_k: 10,
             list_weight: 2.0,
             calibration: 0.5,
-            nearness_weight: 10.0,
+            nearness_weight: None,
             vote_weight: 10.0,
             judge_weight: 0.0,
             pick_model: None,
@@ -527,6 +537,23 @@ impl Actions {
         }
         votes.sort_by(|a, b| b.1.total_cmp(&a.1));
         votes
+    }
+
+    /// [`Actions::nearness_weight`], or its default for these APIs' examples.
+    fn nearness_weight(&self) -> f32 {
+        self.nearness_weight.unwrap_or_else(|| {
+            let given = self.apis.iter().any(|api| {
+                api.catalog
+                    .actions
+                    .iter()
+                    .any(|action| action.examples_given)
+            });
+            if given {
+                NEARNESS_WEIGHT_GIVEN
+            } else {
+                NEARNESS_WEIGHT
+            }
+        })
     }
 
     fn knows(&self, id: &str) -> bool {
@@ -1161,7 +1188,8 @@ impl Actions {
         } else {
             None
         };
-        let near = if self.nearness_weight > 0.0 {
+        let nearness_weight = self.nearness_weight();
+        let near = if nearness_weight > 0.0 {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
             let index = run.env.index;
@@ -1187,7 +1215,7 @@ impl Actions {
         let total: Vec<f32> = (0..n)
             .map(|k| {
                 let judgment = judged.as_ref().map_or(0.0, |j| self.judge_weight * j[k]);
-                let nearness = near.as_ref().map_or(0.0, |v| self.nearness_weight * v[k]);
+                let nearness = near.as_ref().map_or(0.0, |v| nearness_weight * v[k]);
                 let vote = share(k).map_or(0.0, |v| self.vote_weight * v);
                 asked[shortlist[k]] + self.list_weight * listed[k] + judgment + nearness + vote
             })
@@ -1648,7 +1676,7 @@ impl Strategy for Actions {
             "pick_k": self.pick_k,
             "list_weight": self.list_weight,
             "calibration": self.calibration,
-            "nearness_weight": self.nearness_weight,
+            "nearness_weight": self.nearness_weight(),
             "vote_weight": self.vote_weight,
             "judge_weight": self.judge_weight,
             "pick_model": self.pick_model.as_ref().map(|m| m.id()),

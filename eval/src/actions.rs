@@ -373,7 +373,7 @@ fn strategy_for(
         actions.calibration = weight;
     }
     if let Some(weight) = settings.nearness_weight {
-        actions.nearness_weight = weight;
+        actions.nearness_weight = Some(weight);
     }
     if let Some(weight) = settings.vote_weight {
         actions.vote_weight = weight;

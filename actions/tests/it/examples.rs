@@ -232,6 +232,12 @@ async fn labelled_requests_given_in_a_file_replace_written_examples_of_the_opera
     // The operations not named keep what the model wrote.
     let create = catalog.get("createNote").unwrap();
     assert_eq!(reread.get(create).unwrap().model, "test:scripted");
+    // Attached, the given ones are marked as given, the written ones not.
+    let mut attached = notes();
+    reread.attach(&mut attached);
+    let given_flag = |id: &str| attached.get(id).unwrap().examples_given;
+    assert!(given_flag("deleteNote"));
+    assert!(!given_flag("createNote"));
 
     // A line that is not a labelled request is an error naming the file and the line; a
     // file without any, and a file that cannot be read, are errors too.

@@ -30,7 +30,7 @@ fn notes_index() -> TestIndex {
 fn strategy(server: &Server, config: ExecutorConfig, confirm: Arc<dyn Confirm>) -> Actions {
     let mut actions = Actions::new(notes(), executor(server, config), confirm);
     actions.guess = false;
-    actions.nearness_weight = 0.0;
+    actions.nearness_weight = Some(0.0);
     actions
 }
 
@@ -783,7 +783,7 @@ fn changed_notes(
     let index = index_of(&catalog.records_jsonl(Path::new("/specs/notes.yaml")));
     let mut actions = Actions::new(catalog, executor, Arc::new(AlwaysYes));
     actions.guess = false;
-    actions.nearness_weight = 0.0;
+    actions.nearness_weight = Some(0.0);
     (actions, index)
 }
 
@@ -1468,7 +1468,7 @@ const LEANING_TO_GET_NOTE: Readings = Readings {
 
 /// The weighed pick of [`JOTTINGS`] on `catalog`, with `actions` set by `set`, by a model
 /// reading as `readings`, whose script calls `calls` (a missing input is then asked), and
-/// the vote weight the trace records.
+/// the strategy's settings the trace records.
 async fn pick_of_jottings(
     server: &Server,
     catalog: Catalog,
@@ -1480,10 +1480,7 @@ async fn pick_of_jottings(
     set(&mut actions);
     let model = weighing_by(vec![call(calls, json!({})), respond("Done.")], readings);
     let (answer, _) = run(&actions, &index, &model, JOTTINGS).await;
-    (
-        pick_step(&answer),
-        answer.trace.config["vote_weight"].clone(),
-    )
+    (pick_step(&answer), answer.trace.config.clone())
 }
 
 /// The figure `term` ("near", "vote") shows on `id`'s line of a weighed pick's `text`.
@@ -1504,7 +1501,7 @@ async fn nearness_to_an_example_request_weighs_in_the_pick() {
     // The request is close to exportNotes' example and to no text of getNote's.
     let weighed = |weight: f32| {
         move |actions: &mut Actions| {
-            actions.nearness_weight = weight;
+            actions.nearness_weight = Some(weight);
             actions.vote_weight = 0.0;
         }
     };
@@ -1557,12 +1554,12 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
     let server = Server::start().await;
     let voting = |weight: f32| {
         move |actions: &mut Actions| {
-            actions.nearness_weight = 0.0;
+            actions.nearness_weight = Some(0.0);
             actions.vote_weight = weight;
         }
     };
 
-    let (by_readings, weight) = pick_of_jottings(
+    let (by_readings, config) = pick_of_jottings(
         &server,
         notes_with_examples(),
         voting(0.0),
@@ -1572,8 +1569,26 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
     .await;
     assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
     assert!(!by_readings.text.unwrap().contains("vote"));
-    assert_eq!(weight, json!(0.0));
-    let (voted, weight) = pick_of_jottings(
+    assert_eq!(config["vote_weight"], json!(0.0));
+    // Examples written by a model leave nearness at its weight of 10; given in a file, 30.
+    let (_, config) = pick_of_jottings(
+        &server,
+        notes_with_examples(),
+        |_| (),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
+    assert_eq!(config["nearness_weight"], json!(10.0));
+    let mut given = notes_with_examples();
+    given
+        .actions
+        .iter_mut()
+        .for_each(|a| a.examples_given = true);
+    let (_, config) =
+        pick_of_jottings(&server, given, |_| (), LEANING_TO_GET_NOTE, "exportNotes").await;
+    assert_eq!(config["nearness_weight"], json!(30.0));
+    let (voted, config) = pick_of_jottings(
         &server,
         notes_with_examples(),
         voting(10.0),
@@ -1582,7 +1597,7 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
     )
     .await;
     assert_eq!(voted.operation_id.as_deref(), Some("exportNotes"));
-    assert_eq!(weight, json!(10.0));
+    assert_eq!(config["vote_weight"], json!(10.0));
     let text = voted.text.expect("the weights");
     // The three examples vote: two for exportNotes, nearer, and one for getNote; the rest
     // of the list has none.
@@ -1613,7 +1628,7 @@ async fn the_operation_most_voted_for_is_listed_however_it_read() {
         let server = &server;
         async move {
             let one = move |actions: &mut Actions| {
-                actions.nearness_weight = 0.0;
+                actions.nearness_weight = Some(0.0);
                 actions.pick_k = 1;
                 actions.vote_weight = weight;
             };

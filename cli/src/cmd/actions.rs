@@ -65,7 +65,8 @@ pub struct ActionFlags {
     pub calibration: Option<f32>,
     /// actions: in a local model's weighed pick, also add W times the embedding similarity
     /// of the request to each listed operation's nearest text: its record's or one of its
-    /// example requests' (`walkrag index --examples`) [default: 10; 0 turns it off].
+    /// example requests' (`walkrag index --examples`) [default: 10, or 30 where the index's
+    /// examples were given with `walkrag index --examples-from`; 0 turns it off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub nearness_weight: Option<f32>,
     /// actions: in a local model's weighed pick, where the index holds example requests, let
@@ -197,7 +198,7 @@ pub fn strategy(
         strategy.calibration = weight;
     }
     if let Some(weight) = flags.nearness_weight {
-        strategy.nearness_weight = weight;
+        strategy.nearness_weight = Some(weight);
     }
     if let Some(weight) = flags.vote_weight {
         strategy.vote_weight = weight;

@@ -82,7 +82,8 @@ pub struct Args {
     calibration: Option<f32>,
     /// With --spec: in the weighed pick, add W times the embedding similarity of the request
     /// to each listed operation's nearest text, its record's or one of its example requests'
-    /// [default: 10; 0 turns it off].
+    /// [default: 10, or 30 where the index's examples were given with `index --examples-from`;
+    /// 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     nearness_weight: Option<f32>,
     /// With --spec: in the weighed pick, where the index holds example requests, let the 5
