@@ -170,6 +170,19 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
                 out.params.insert(name, written);
                 continue;
             }
+            // Likewise a number its description states for a word the user did not write,
+            // where they wrote the word of exactly one other ("1 for Gold … 3 for Bronze", for
+            // "a bronze badge").
+            let stated = input
+                .filter(|_| value.is_number())
+                .and_then(|_| written_stated_number(action, &name, &said));
+            if let Some(stated) = stated {
+                out.repairs.push(format!(
+                    "{name}: {value} read as {stated}, the number stated for the user's word"
+                ));
+                out.params.insert(name, stated);
+                continue;
+            }
             out.repairs
                 .push(format!("{name}: dropped {value}: the user did not give it"));
             if said.shares_a_word(&value) {
@@ -339,33 +352,58 @@ fn flag(value: &Value) -> bool {
 /// number) and that the user wrote. A one-word text value stated in the description counts
 /// as it is. Enum values are not: picking one the user never named is a guess.
 fn documented(action: &Action, name: &str, value: &Value, said: &Words) -> bool {
-    let Some(description) = action
-        .input(name)
-        .and_then(|input| input.description.as_deref())
-    else {
+    let Some(description) = description_of(action, name) else {
         return false;
     };
-    let words = Words::of(description);
     match value {
         Value::Number(number) => {
             let number = number.to_string();
-            let stated = &words.words;
-            stated
-                .iter()
-                .enumerate()
-                .filter(|(_, word)| **word == number)
-                .any(|(at, _)| {
-                    stated[at + 1..]
-                        .iter()
-                        .take_while(|word| !word.chars().any(|c| c.is_ascii_digit()))
-                        .filter(|word| !LINKS.contains(&word.as_str()))
-                        .take(2)
-                        .any(|word| said.has(word))
-                })
+            stated_numbers(&description)
+                .any(|(stated, words)| stated == number && words.iter().any(|w| said.has(w)))
         }
         // Only short values: a description does not hold a title or a text.
-        Value::String(s) if s.split_whitespace().count() == 1 => words.grounds(value),
+        Value::String(s) if s.split_whitespace().count() == 1 => description.grounds(value),
         _ => false,
+    }
+}
+
+/// The words of the description of `action`'s input `name`, where it has one.
+fn description_of(action: &Action, name: &str) -> Option<Words> {
+    let description = action.input(name)?.description.as_deref()?;
+    Some(Words::of(description))
+}
+
+/// The numbers a description states, each with the (up to two) words that follow it, past
+/// [`LINKS`] and up to the next number: ("1", [gold]), ("2", [silver]) of "1 for Gold, 2 for
+/// Silver".
+fn stated_numbers(description: &Words) -> impl Iterator<Item = (&str, Vec<&str>)> {
+    let words = &description.words;
+    words.iter().enumerate().filter_map(|(at, word)| {
+        word.parse::<u64>().ok()?;
+        let meaning = words[at + 1..]
+            .iter()
+            .take_while(|word| !word.chars().any(|c| c.is_ascii_digit()))
+            .filter(|word| !LINKS.contains(&word.as_str()))
+            .take(2)
+            .map(String::as_str)
+            .collect();
+        Some((word.as_str(), meaning))
+    })
+}
+
+/// The one number the description of `action`'s input `name` states for a word the user
+/// wrote (3 of "3 for Bronze" for "a bronze badge"); `None` where they wrote the word of no
+/// stated number, or of several.
+fn written_stated_number(action: &Action, name: &str, said: &Words) -> Option<Value> {
+    let description = description_of(action, name)?;
+    let mut written: Vec<&str> = stated_numbers(&description)
+        .filter(|(_, words)| words.iter().any(|word| said.has(word)))
+        .map(|(number, _)| number)
+        .collect();
+    written.dedup();
+    match written.as_slice() {
+        [one] => Some(Value::from(one.parse::<u64>().ok()?)),
+        _ => None,
     }
 }
 
@@ -1456,17 +1494,19 @@ paths:
         let action = &catalog.actions[0];
         let read =
             |params: Value, said: &str| Value::Object(review(action, &params, said, true).params);
-        // 3 is Bronze; 1 is Gold, which the user did not write; 2 is Silver, not the Gold
-        // before it.
-        for (badge_type_id, said, kept) in [
-            (3, "a bronze-tier badge Helper", true),
-            (1, "rename badge 14 to Helper", false),
-            (2, "a gold badge Helper", false),
+        // 3 is Bronze; 1 is Gold, which the user did not write, nor any other type; 2 is
+        // Silver, not the Gold before it, which the user wrote: 1 then. Of two types written,
+        // neither is the user's.
+        for (badge_type_id, said, read_as) in [
+            (3, "a bronze-tier badge Helper", Some(3)),
+            (1, "rename badge 14 to Helper", None),
+            (2, "a gold badge Helper", Some(1)),
+            (1, "a bronze badge Helper", Some(3)),
+            (1, "a bronze or silver badge Helper", None),
         ] {
-            let expected = if kept {
-                json!({"name": "Helper", "badge_type_id": badge_type_id})
-            } else {
-                json!({"name": "Helper"})
+            let expected = match read_as {
+                Some(read_as) => json!({"name": "Helper", "badge_type_id": read_as}),
+                None => json!({"name": "Helper"}),
             };
             assert_eq!(
                 read(
