@@ -400,6 +400,7 @@ fn written_stated_number(action: &Action, name: &str, said: &Words) -> Option<Va
         .filter(|(_, words)| words.iter().any(|word| said.has(word)))
         .map(|(number, _)| number)
         .collect();
+    written.sort_unstable();
     written.dedup();
     match written.as_slice() {
         [one] => Some(Value::from(one.parse::<u64>().ok()?)),

@@ -508,10 +508,7 @@ impl Actions {
     /// `index`: each operation they are examples of, with its share of the vote (the shares
     /// sum to 1), most voted first; none where the index holds no examples.
     fn votes(&self, index: &Index, search: &SearchParams, vector: &[f32]) -> Vec<(String, f32)> {
-        let keep = |c: ChunkRef<'_>| {
-            c.doc.metadata.get("kind").and_then(Value::as_str) == Some(EXAMPLE_KIND)
-                && self.knows(&operation_of(&c))
-        };
+        let keep = |c: ChunkRef<'_>| self.is_known(&c, &[EXAMPLE_KIND]);
         let options = SearchOptions {
             ef_search: search.ef_search,
             exact: search.exact,
@@ -558,6 +555,13 @@ impl Actions {
 
     fn knows(&self, id: &str) -> bool {
         self.lookup(id).is_some()
+    }
+
+    /// Whether `c` is a record of one of `kinds` ([`ACTION_KIND`], [`EXAMPLE_KIND`]) of an
+    /// operation these APIs have.
+    fn is_known(&self, c: &ChunkRef<'_>, kinds: &[&str]) -> bool {
+        let kind = c.doc.metadata.get("kind").and_then(Value::as_str);
+        kind.is_some_and(|kind| kinds.contains(&kind)) && self.knows(&operation_of(c))
     }
 
     /// One request of a conversation: the found operations stay available and the history
@@ -889,10 +893,7 @@ impl Actions {
     ) -> Result<Vec<String>, StrategyError> {
         let started = Instant::now();
         let vector = run.embedding(query)?;
-        let keep = |c: ChunkRef<'_>| {
-            c.doc.metadata.get("kind").and_then(Value::as_str) == Some(ACTION_KIND)
-                && self.knows(&operation_of(&c))
-        };
+        let keep = |c: ChunkRef<'_>| self.is_known(&c, &[ACTION_KIND]);
         let options = SearchOptions {
             ef_search: run.env.search.ef_search,
             exact: run.env.search.exact,
@@ -932,12 +933,7 @@ impl Actions {
         let most_examples = self.most_examples();
         if most_examples > 0 {
             // Each operation by its nearest text, its record's or one of its examples'.
-            let keep = |c: ChunkRef<'_>| {
-                matches!(
-                    c.doc.metadata.get("kind").and_then(Value::as_str),
-                    Some(ACTION_KIND | EXAMPLE_KIND)
-                ) && self.knows(&operation_of(&c))
-            };
+            let keep = |c: ChunkRef<'_>| self.is_known(&c, &[ACTION_KIND, EXAMPLE_KIND]);
             let options = SearchOptions {
                 keep: Some(&keep),
                 ..options
@@ -1112,8 +1108,8 @@ impl Actions {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
             let votes = self.votes(run.env.index, &run.env.search, &vector);
-            // The operation most voted for is listed, however it read.
-            let most = votes.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+            // The operation most voted for (first) is listed, however it read.
+            let most = votes.first();
             if let Some(at) = most.and_then(|(id, _)| lines.iter().position(|l| l.0 == id)) {
                 if !shortlist.contains(&at) {
                     shortlist.push(at);
