@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use walkrag_core::{ChatError, ChatRequest, Completion};
-use walkrag_engine::{ChunkId, ChunkRef, SearchOptions};
+use walkrag_engine::{ChunkId, ChunkRef};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
@@ -14,7 +14,7 @@ use crate::llm;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match, Reply};
-use crate::strategy::{Env, Strategy, StrategyError};
+use crate::strategy::{Env, Keep, Strategy, StrategyError};
 use crate::trace::{Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
@@ -140,11 +140,10 @@ impl<'a> Run<'a> {
     ) -> Vec<RetrievedChunk> {
         let read = &self.read_set;
         let unread = |c: ChunkRef<'_>| !read.contains(&c.id());
-        let options = SearchOptions {
-            ef_search: self.env.search.ef_search,
-            exact: self.env.search.exact,
-            keep: only_new.then_some(&unread as &(dyn Fn(ChunkRef<'_>) -> bool + Sync)),
-        };
+        let options = self
+            .env
+            .search
+            .options(only_new.then_some(&unread as Keep<'_>));
         let index = self.env.index;
         let hits: Vec<RetrievedChunk> = index
             .search_with(vector, k, &options)

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use walkrag_core::{ChatError, ChatModel, EmbedError, Embedder};
-use walkrag_engine::Index;
+use walkrag_engine::{ChunkRef, Index, SearchOptions};
 
 use crate::answer::Answer;
 use crate::event::Sink;
@@ -18,6 +18,21 @@ pub struct SearchParams {
     pub ef_search: Option<usize>,
     /// Scan every vector instead of walking the graph.
     pub exact: bool,
+}
+
+/// A filter on the chunks a search may return.
+pub type Keep<'a> = &'a (dyn Fn(ChunkRef<'_>) -> bool + Sync);
+
+impl SearchParams {
+    /// The engine's options for these settings, returning only chunks that `keep` accepts
+    /// (all where `None`).
+    pub fn options<'a>(&self, keep: Option<Keep<'a>>) -> SearchOptions<'a> {
+        SearchOptions {
+            ef_search: self.ef_search,
+            exact: self.exact,
+            keep,
+        }
+    }
 }
 
 /// What a strategy runs against. The embedder must be the one the index was built with.

@@ -268,14 +268,15 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| dataset_name(&requests_path));
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
-    let specs = [spec.to_path_buf()];
+    let mut specs = [super::index::Spec {
+        path: spec.to_path_buf(),
+        catalog: super::actions::read_catalog(spec)?,
+    }];
     if args.examples {
         super::index::write_examples(&index_dir, &specs, &args.examples_model)?;
     }
-    let catalog = super::actions::read_indexed_catalog(&index_dir, spec)?;
-    let paths = [super::index::catalog_as_records(
-        &index_dir, spec, &catalog,
-    )?];
+    let paths = super::index::specs_as_records(&index_dir, &[spec.to_path_buf()], &mut specs)?;
+    let [super::index::Spec { catalog, .. }] = specs;
     let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let env = super::env(&index, &embedder, model.as_ref(), args.exact);

@@ -206,13 +206,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exact_below: args.exact_below,
         },
     };
+    let mut specs = specs_among(&args.paths)?;
     if !args.examples_from.is_empty() {
-        give_examples(&args.index, &args.paths, &args.examples_from)?;
+        give_examples(&args.index, &specs, &args.examples_from)?;
     }
     if args.examples {
-        write_examples(&args.index, &args.paths, &args.examples_model)?;
+        write_examples(&args.index, &specs, &args.examples_model)?;
     }
-    let paths = specs_as_records(&args.index, &args.paths)?;
+    let paths = specs_as_records(&args.index, &args.paths, &mut specs)?;
     let bars = Bars::new();
     let summary = walkrag_engine::update(&args.index, &paths, &embedder, &spec, &options, &bars);
     bars.clear();
@@ -329,17 +330,34 @@ fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> 
     Ok(())
 }
 
-/// `--examples`: the example requests of each operation of the specs among `paths` that has
-/// none for its current content, each saved as soon as it is written.
-pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyhow::Result<()> {
+/// An OpenAPI spec among the paths to index, read once.
+pub struct Spec {
+    pub path: PathBuf,
+    pub catalog: Catalog,
+}
+
+/// The OpenAPI specs among `paths` (other files are the engine's); a file that is an OpenAPI
+/// document walkrag cannot read is an error.
+pub fn specs_among(paths: &[PathBuf]) -> anyhow::Result<Vec<Spec>> {
+    paths
+        .iter()
+        .filter_map(|path| {
+            let catalog = spec_at(path)?;
+            Some(catalog.map(|catalog| Spec {
+                path: path.clone(),
+                catalog,
+            }))
+        })
+        .collect()
+}
+
+/// `--examples`: the example requests of each operation of `specs` that has none for its
+/// current content, each saved as soon as it is written.
+pub fn write_examples(index: &Path, specs: &[Spec], model_spec: &str) -> anyhow::Result<()> {
     let mut file = ExamplesFile::open(index)?;
     let mut model = None;
-    for path in paths {
-        let Some(catalog) = spec_at(path) else {
-            continue;
-        };
-        let catalog = catalog?;
-        let missing = file.missing(&catalog);
+    for Spec { path, catalog } in specs {
+        let missing = file.missing(catalog);
         if missing.is_empty() {
             eprintln!(
                 "{}: every operation has its example requests",
@@ -384,21 +402,17 @@ pub fn write_examples(index: &Path, paths: &[PathBuf], model_spec: &str) -> anyh
 }
 
 /// `--examples-from`: the labelled requests of `files` kept as the examples of the operations
-/// they name, in each spec among `paths`; requests naming no operation of any are counted
-/// in a warning.
-pub fn give_examples(index: &Path, paths: &[PathBuf], files: &[PathBuf]) -> anyhow::Result<()> {
+/// they name, in each of `specs`; requests naming no operation of any are counted in a
+/// warning.
+pub fn give_examples(index: &Path, specs: &[Spec], files: &[PathBuf]) -> anyhow::Result<()> {
     let mut given = GivenExamples::default();
     for file in files {
         given.join(GivenExamples::read(file)?);
     }
     let mut kept = ExamplesFile::open(index)?;
     let mut known = std::collections::HashSet::new();
-    for path in paths {
-        let Some(catalog) = spec_at(path) else {
-            continue;
-        };
-        let catalog = catalog?;
-        let count = kept.give(&catalog, &given)?;
+    for Spec { path, catalog } in specs {
+        let count = kept.give(catalog, &given)?;
         known.extend(catalog.actions.iter().map(|a| a.operation_id.clone()));
         eprintln!(
             "{}: {count} of {} operations have example requests given",
@@ -438,20 +452,24 @@ pub fn records_path(index: &Path, spec: &Path) -> PathBuf {
     index.join("actions").join(format!("{stem}-{hash}.jsonl"))
 }
 
-/// `paths` with each OpenAPI spec among the files replaced by its action records (one JSON
-/// Lines record per operation, written to [`records_path`] when they changed): the engine
-/// indexes them like any corpus, re-embedding only the operations that changed.
-pub fn specs_as_records(index: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+/// `paths` with each of `specs` among them replaced by its action records (one JSON Lines
+/// record per operation, its examples attached, written to [`records_path`] when they
+/// changed): the engine indexes them like any corpus, re-embedding only the operations that
+/// changed.
+pub fn specs_as_records(
+    index: &Path,
+    paths: &[PathBuf],
+    specs: &mut [Spec],
+) -> anyhow::Result<Vec<PathBuf>> {
     let examples = ExamplesFile::open(index)?;
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
-        let Some(catalog) = spec_at(path) else {
+        let Some(spec) = specs.iter_mut().find(|spec| spec.path == *path) else {
             out.push(path.clone());
             continue;
         };
-        let mut catalog = catalog?;
-        examples.attach(&mut catalog);
-        out.push(catalog_as_records(index, path, &catalog)?);
+        examples.attach(&mut spec.catalog);
+        out.push(catalog_as_records(index, path, &spec.catalog)?);
     }
     Ok(out)
 }
