@@ -47,6 +47,7 @@ mod action;
 mod error;
 mod examples;
 mod exec;
+mod lacking;
 mod record;
 mod review;
 mod schema;

@@ -844,7 +844,7 @@ fn tokens(text: &str) -> Vec<String> {
 
 /// [`tokens`] of a name split at its camelCase and snake_case joins (`yourUploadId` → `your`,
 /// `upload`, `id`).
-fn identifier_tokens(name: &str) -> Vec<String> {
+pub(crate) fn identifier_tokens(name: &str) -> Vec<String> {
     tokens(&words(name).join(" "))
 }
 

@@ -42,6 +42,7 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
+use crate::lacking::drop_lacking;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{review, squash, unmentioned_parents};
 use crate::spec::Catalog;
@@ -186,6 +187,20 @@ impl Asks {
             }),
             // "Pull up post 12" reads; "Pull the team into topic 9" changes.
             "pull" => (after == Some("up")).then_some(Asks::Read),
+            // "Bring up the badges" reads; "Bring the docs team into topic 9" changes.
+            "bring" => Some(if after == Some("up") {
+                Asks::Read
+            } else {
+                Asks::Change
+            }),
+            // "Send an invite to…" changes; "Send me the meetups as a calendar" may read.
+            "send" => (!matches!(after, Some("me" | "us"))).then_some(Asks::Change),
+            // "Post a reply in topic 3020" changes; "Post 512907 needs a look" names a post.
+            "post" => matches!(
+                after,
+                Some("a" | "an" | "the" | "this" | "that" | "these" | "my" | "our" | "it")
+            )
+            .then_some(Asks::Change),
             _ if READING_VERBS.contains(&verb) => Some(Asks::Read),
             _ if CHANGING_VERBS.contains(&verb) => Some(Asks::Change),
             _ => None,
@@ -211,7 +226,8 @@ const READING_VERBS: [&str; 10] = [
 
 /// Verbs that open an order to change something ([`Asks::of`]). Words that open a request
 /// as often as nouns or in another sense ("post", "like", "flag", "take a look", "bring up",
-/// "send me") are not among them.
+/// "send me") are not among them; "give", "pull", "bring", "send" and "post" are told by the
+/// word after them.
 const CHANGING_VERBS: [&str; 58] = [
     "set",
     "rename",
@@ -509,11 +525,7 @@ impl Actions {
     /// sum to 1), most voted first; none where the index holds no examples.
     fn votes(&self, index: &Index, search: &SearchParams, vector: &[f32]) -> Vec<(String, f32)> {
         let keep = |c: ChunkRef<'_>| self.is_known(&c, &[EXAMPLE_KIND]);
-        let options = SearchOptions {
-            ef_search: search.ef_search,
-            exact: search.exact,
-            keep: Some(&keep),
-        };
+        let options = search.options(Some(&keep));
         let hits = index.search_with(vector, VOTE_K, &options);
         let Some(nearest) = hits.first().map(|hit| hit.score) else {
             return Vec::new();
@@ -577,6 +589,7 @@ impl Actions {
         let tools = env.model.supports_tools();
         conversation.said.push_str(request);
         conversation.said.push('\n');
+        conversation.wrote.push(request.to_string());
         let pending = conversation.pending.take();
         let query = match &pending {
             Some(earlier) => format!("{} {request}", earlier.query),
@@ -894,11 +907,7 @@ impl Actions {
         let started = Instant::now();
         let vector = run.embedding(query)?;
         let keep = |c: ChunkRef<'_>| self.is_known(&c, &[ACTION_KIND]);
-        let options = SearchOptions {
-            ef_search: run.env.search.ef_search,
-            exact: run.env.search.exact,
-            keep: Some(&keep),
-        };
+        let options = run.env.search.options(Some(&keep));
         let index = run.env.index;
         // Each ranking looks further than `ranked_k` so that fusion has something to fuse
         // (and an operation can have several chunks), and at least as far as a weighed
@@ -934,10 +943,7 @@ impl Actions {
         if most_examples > 0 {
             // Each operation by its nearest text, its record's or one of its examples'.
             let keep = |c: ChunkRef<'_>| self.is_known(&c, &[ACTION_KIND, EXAMPLE_KIND]);
-            let options = SearchOptions {
-                keep: Some(&keep),
-                ..options
-            };
+            let options = run.env.search.options(Some(&keep));
             // Deep enough that each operation's nearest text is among the hits.
             let depth = depth * (1 + most_examples);
             rankings.push(ids(&best_per_operation(&vector, depth, &options)));
@@ -1454,6 +1460,9 @@ impl Actions {
             }
         }
         let mut reviewed = review(action, params, &conversation.said, self.grounding);
+        if self.grounding {
+            drop_lacking(action, &conversation.wrote, &mut reviewed);
+        }
         let mut checked = Value::Object(reviewed.params.clone());
         let mut prepared = action.prepare(&checked);
         // Parts missing from an optional input the user never mentioned: the model's
@@ -1712,6 +1721,8 @@ pub struct Conversation {
     available: Vec<String>,
     /// What the user wrote and what the API answered: the words input values must come from.
     said: String,
+    /// The user's messages: where they say which inputs they do not have.
+    wrote: Vec<String>,
     /// The request waiting for the user's answer to a question: searched again with it.
     pending: Option<Pending>,
 }
@@ -2822,6 +2833,7 @@ mod tests {
             "Can you look through the forum for the SSO login loop?",
             "I'd like you to find the posts that mention webhooks.",
             "Which users are suspended?",
+            "Bring up the list of badges.",
         ];
         let changes = [
             "Give post 90412 a like from my account.",
@@ -2830,11 +2842,15 @@ mod tests {
             "I want to rename group 3 to helpers",
             "We need you to lock post 41. It keeps getting edited.",
             "Hey, kick m.delacroix out of every session.",
+            "Post a reply in topic 3020 saying: the extractor is back.",
+            "Please bring the translators group into topic 40882.",
+            "Send an invite to jordan.reyes@example.org.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
             "Post 512907 needs a second look.",
             "Take a look at user 5's badges.",
+            "Send me our meetups as a calendar file.",
             "I think her account was left signed in.",
             "",
         ];
@@ -2848,6 +2864,36 @@ mod tests {
                 assert_eq!(Asks::of(request), asks, "{request}");
             }
         }
+    }
+
+    #[test]
+    fn what_an_opening_asks_for_is_what_the_labelled_requests_ask_for() {
+        // Every request of `docs/data/actions` whose opening says read or change asks for an
+        // operation of that kind.
+        let data =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions");
+        let (mut told, mut wrong) = (0, Vec::new());
+        for set in std::fs::read_dir(&data).unwrap() {
+            let path = set.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(file.starts_with("discourse-") && file.ends_with(".jsonl")) {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let request: Value = serde_json::from_str(line).unwrap();
+                let text = request["request"].as_str().unwrap();
+                let Some(asks) = Asks::of(text) else {
+                    continue;
+                };
+                told += 1;
+                if (asks == Asks::Change) != request["mutating"].as_bool().unwrap() {
+                    wrong.push(format!("{file}: {text}"));
+                }
+            }
+        }
+        println!("{told} requests told by their opening");
+        assert!(told > 500, "only {told} told");
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     #[test]

@@ -1,0 +1,362 @@
+//! Inputs the user said they do not have: "Sorry, I don't know its number", "I've lost the
+//! upload identifier", "I'm not sure how big the file is". A small model asked for a call
+//! fills such an input anyway, with a number or word of the request (`"id": 2019` of "the
+//! Wind Sectional 2019 group", `"external_id": "volunteer"`); whatever it put there is not
+//! the user's value, so it is dropped and a required input is asked for. A value the user
+//! gave in a later message (answering the question) is theirs and stays.
+
+use serde_json::Value;
+
+use crate::action::{Action, Type};
+use crate::review::{identifier_tokens, Reviewed};
+
+/// Words that say on their own that the user lacks what follows ("lost the identifier").
+const LACK: [&str; 6] = [
+    "lost",
+    "forgot",
+    "forgotten",
+    "without",
+    "missing",
+    "unknown",
+];
+
+/// Negations, which say it together with one of [`HAVING`] just after ("don't know its
+/// number", "no idea of the size", "not sure how big").
+const NOT: [&str; 12] = [
+    "not", "no", "never", "dont", "doesnt", "didnt", "cant", "cannot", "couldnt", "havent",
+    "hasnt", "wont",
+];
+
+/// Words of having or knowing, lacked when a word of [`NOT`] stands at most two words before.
+const HAVING: [&str; 13] = [
+    "have", "know", "remember", "recall", "sure", "tell", "find", "say", "got", "idea", "given",
+    "sent", "hand",
+];
+
+/// Words that end the clause a lack is about: what comes after is another matter ("I don't
+/// know the topic's number, but the post is 88").
+const CLAUSE_ENDS: [&str; 7] = ["but", "and", "though", "although", "so", "because", "which"];
+
+/// How many words after a lack it may name the input by.
+const REACH: usize = 8;
+
+/// One word of the user's text: lower case, apostrophes dropped (`don't` is `dont`), and
+/// whether punctuation that ends a clause follows it.
+struct Word {
+    text: String,
+    clause_ends: bool,
+}
+
+fn words_of(text: &str) -> Vec<Word> {
+    let mut out: Vec<Word> = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        } else if matches!(c, '\'' | '’') && !word.is_empty() {
+            // Inside a word: "don't", "post's".
+        } else {
+            if !word.is_empty() {
+                out.push(Word {
+                    text: std::mem::take(&mut word),
+                    clause_ends: false,
+                });
+            }
+            if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')') {
+                if let Some(last) = out.last_mut() {
+                    last.clause_ends = true;
+                }
+            }
+        }
+    }
+    if !word.is_empty() {
+        out.push(Word {
+            text: word,
+            clause_ends: true,
+        });
+    }
+    out
+}
+
+/// The words a user may name an input by whose name ends in `head`: the word itself and its
+/// plural, and for ids the words people use for them.
+fn names_for(head: &str) -> Vec<String> {
+    let mut names = vec![head.to_string(), format!("{head}s")];
+    match head {
+        "id" | "ids" => {
+            names.extend(["id", "ids", "number", "numbers", "identifier"].map(String::from))
+        }
+        "identifier" => names.extend(["id", "number"].map(String::from)),
+        "size" => names.extend(["big", "large"].map(String::from)),
+        _ => {}
+    }
+    names
+}
+
+/// The inputs of `action` that `message` (the user's) says they do not have. Only inputs that take a
+/// value (not an object) are named; a word that names several inputs names the one whose
+/// every word stands in the clause, or none.
+pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
+    let words = words_of(message);
+    let mut out: Vec<String> = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        let negated = || {
+            HAVING.contains(&word.text.as_str())
+                && words[at.saturating_sub(2)..at]
+                    .iter()
+                    .any(|w| NOT.contains(&w.text.as_str()))
+        };
+        if !LACK.contains(&word.text.as_str()) && !negated() {
+            continue;
+        }
+        // The clause after the lack, up to punctuation or a word that starts another.
+        let mut clause: Vec<&Word> = Vec::new();
+        if !word.clause_ends {
+            for next in words[at + 1..].iter().take(REACH) {
+                if CLAUSE_ENDS.contains(&next.text.as_str()) {
+                    break;
+                }
+                clause.push(next);
+                if next.clause_ends {
+                    break;
+                }
+            }
+        }
+        if clause.is_empty() {
+            continue;
+        }
+        let has = |name: &str| clause.iter().any(|w| w.text == name);
+        let inputs: Vec<(&str, Vec<String>)> = action
+            .inputs
+            .iter()
+            .filter(|input| input.ty != Type::Object && !input.is_credential())
+            .map(|input| (input.name.as_str(), identifier_tokens(&input.name)))
+            .collect();
+        let named: Vec<&(&str, Vec<String>)> = inputs
+            .iter()
+            .filter(|(_, tokens)| {
+                tokens
+                    .last()
+                    .is_some_and(|head| names_for(head).iter().any(|name| has(name)))
+            })
+            .collect();
+        let chosen = match named.as_slice() {
+            [one] => Some(one.0),
+            many => {
+                let whole: Vec<&&(&str, Vec<String>)> = many
+                    .iter()
+                    .filter(|(_, tokens)| {
+                        tokens.iter().all(|t| names_for(t).iter().any(|n| has(n)))
+                    })
+                    .collect();
+                match whole.as_slice() {
+                    [one] => Some(one.0),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(name) = chosen.filter(|name| !out.iter().any(|seen| seen == name)) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Drops from `reviewed` each value of an input the user said they do not have
+/// ([`lacking`]) in one of `messages` (theirs, oldest first), unless a later message of
+/// theirs holds it (the answer to the question that followed). Words later in the same
+/// message do not count: "I don't know her username, only that she's called Edith" says
+/// that Edith is not it.
+pub(crate) fn drop_lacking(action: &Action, messages: &[String], reviewed: &mut Reviewed) {
+    for (at, message) in messages.iter().enumerate() {
+        for name in lacking(action, message) {
+            let Some(value) = reviewed.params.get(&name) else {
+                continue;
+            };
+            let text = match value {
+                Value::String(text) => text.to_lowercase(),
+                other => other.to_string().to_lowercase(),
+            };
+            let answered = messages[at + 1..]
+                .iter()
+                .any(|later| !text.is_empty() && later.to_lowercase().contains(&text));
+            if answered {
+                continue;
+            }
+            reviewed.repairs.push(format!(
+                "{name}: dropped {value}: the user said they do not have it"
+            ));
+            reviewed.params.remove(&name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::spec::Catalog;
+
+    fn action(spec: &str, id: &str) -> Action {
+        Catalog::parse(spec)
+            .unwrap()
+            .actions
+            .into_iter()
+            .find(|a| a.operation_id == id)
+            .unwrap()
+    }
+
+    const SPEC: &str = r#"
+openapi: 3.0.0
+info: {title: Forum, version: "1"}
+paths:
+  /groups/{id}.json:
+    delete:
+      operationId: deleteGroup
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+      responses: {"200": {description: ok}}
+  /uploads/presign.json:
+    post:
+      operationId: presign
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [file_name, file_size]
+              properties:
+                file_name: {type: string}
+                file_size: {type: integer}
+      responses: {"200": {description: ok}}
+  /t/{topic_id}/posts/{post_id}.json:
+    put:
+      operationId: editPost
+      parameters:
+        - {name: topic_id, in: path, required: true, schema: {type: integer}}
+        - {name: post_id, in: path, required: true, schema: {type: integer}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                post: {type: object, properties: {raw: {type: string}}}
+      responses: {"200": {description: ok}}
+"#;
+
+    #[test]
+    fn what_the_user_says_they_lack_is_read_by_the_words_for_it() {
+        let delete = action(SPEC, "deleteGroup");
+        for wrote in [
+            "Delete the Wind Sectional 2019 group. Sorry, I don't know its number.",
+            "Get rid of the old wind group; I've lost its ID.",
+            "Delete the wind group, I have no idea of its number",
+        ] {
+            assert_eq!(lacking(&delete, wrote), ["id"], "{wrote}");
+        }
+        for wrote in [
+            "Delete group 2019, I don't know why it is still there.",
+            "Delete group 31. I'm not sure anyone uses it, but the number is right.",
+            "Delete the group I lost track of: 31",
+        ] {
+            assert!(lacking(&delete, wrote).is_empty(), "{wrote}");
+        }
+        let presign = action(SPEC, "presign");
+        assert_eq!(
+            lacking(
+                &presign,
+                "Presign perseids.mov. I'm not sure how big the file is, though."
+            ),
+            ["file_size"]
+        );
+    }
+
+    #[test]
+    fn a_word_naming_several_inputs_names_the_one_whose_every_word_is_there() {
+        let edit = action(SPEC, "editPost");
+        assert_eq!(
+            lacking(&edit, "Fix the typo in topic 42; I don't know the post id."),
+            ["post_id"]
+        );
+        // "number" names both ids, and neither whole: none; the post object is no value.
+        assert!(lacking(&edit, "Fix my post in topic 42. I don't know its number.").is_empty());
+    }
+
+    #[test]
+    fn a_lacked_value_is_dropped_unless_a_later_message_gives_it() {
+        let delete = action(SPEC, "deleteGroup");
+        let reviewed = |params: serde_json::Value| Reviewed {
+            params: params.as_object().unwrap().clone(),
+            ..Reviewed::default()
+        };
+        let wrote = "Delete the Wind Sectional 2019 group. Sorry, I don't know its number.";
+        let mut made_up = reviewed(json!({"id": 2019}));
+        drop_lacking(&delete, &[wrote.into()], &mut made_up);
+        assert!(made_up.params.is_empty());
+        assert_eq!(
+            made_up.repairs,
+            ["id: dropped 2019: the user said they do not have it"]
+        );
+        // Later in the same message it is still not the value they lack.
+        let mut named_after = reviewed(json!({"id": 57}));
+        let one = "Delete the old wind group. I don't know its number, only that 57 is not it.";
+        drop_lacking(&delete, &[one.into()], &mut named_after);
+        assert!(named_after.params.is_empty());
+        // Given in an answer afterwards, it is theirs.
+        let mut given = reviewed(json!({"id": 57}));
+        drop_lacking(&delete, &[wrote.into(), "It is 57.".into()], &mut given);
+        assert_eq!(given.params["id"], 57);
+        assert!(given.repairs.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod request_sets {
+    //! [`lacking`] over the labelled request sets of `docs/data/actions`: what it names is
+    //! always among the inputs a request leaves out.
+
+    use std::path::PathBuf;
+
+    use serde_json::Value;
+
+    use super::lacking;
+    use crate::spec::Catalog;
+
+    #[test]
+    fn what_the_labelled_requests_say_they_lack_is_what_they_leave_out() {
+        let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions");
+        let text = std::fs::read_to_string(data.join("discourse-full.openapi.json")).unwrap();
+        let catalog = Catalog::parse(&text).unwrap();
+        let mut named = 0;
+        let mut wrong = Vec::new();
+        for set in std::fs::read_dir(&data).unwrap() {
+            let path = set.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(file.starts_with("discourse-") && file.ends_with(".jsonl")) {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let request: Value = serde_json::from_str(line).unwrap();
+                let Some(action) = catalog
+                    .actions
+                    .iter()
+                    .find(|a| a.operation_id == request["operation_id"])
+                else {
+                    continue;
+                };
+                let left_out = request["missing_required"].as_array().unwrap();
+                for name in lacking(action, request["request"].as_str().unwrap()) {
+                    named += 1;
+                    if !left_out.iter().any(|n| *n == name.as_str()) {
+                        wrong.push(format!("{file} {}: {name}", request["id"]));
+                    }
+                }
+            }
+        }
+        println!("{named} inputs named as lacked");
+        assert!(named > 10, "only {named} named");
+        assert!(wrong.is_empty(), "{wrong:?}");
+    }
+}
