@@ -317,41 +317,29 @@ mod request_sets {
     //! [`lacking`] over the labelled request sets of `docs/data/actions`: what it names is
     //! always among the inputs a request leaves out.
 
-    use std::path::PathBuf;
-
-    use serde_json::Value;
-
     use super::lacking;
+    use crate::labelled;
     use crate::spec::Catalog;
 
     #[test]
     fn what_the_labelled_requests_say_they_lack_is_what_they_leave_out() {
-        let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions");
-        let text = std::fs::read_to_string(data.join("discourse-full.openapi.json")).unwrap();
-        let catalog = Catalog::parse(&text).unwrap();
+        let spec = labelled::data_dir().join("discourse-full.openapi.json");
+        let catalog = Catalog::parse(&std::fs::read_to_string(spec).unwrap()).unwrap();
         let mut named = 0;
         let mut wrong = Vec::new();
-        for set in std::fs::read_dir(&data).unwrap() {
-            let path = set.unwrap().path();
-            let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !(file.starts_with("discourse-") && file.ends_with(".jsonl")) {
+        for (file, request) in labelled::requests() {
+            let Some(action) = catalog
+                .actions
+                .iter()
+                .find(|a| a.operation_id == request["operation_id"])
+            else {
                 continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap().lines() {
-                let request: Value = serde_json::from_str(line).unwrap();
-                let Some(action) = catalog
-                    .actions
-                    .iter()
-                    .find(|a| a.operation_id == request["operation_id"])
-                else {
-                    continue;
-                };
-                let left_out = request["missing_required"].as_array().unwrap();
-                for name in lacking(action, request["request"].as_str().unwrap()) {
-                    named += 1;
-                    if !left_out.iter().any(|n| *n == name.as_str()) {
-                        wrong.push(format!("{file} {}: {name}", request["id"]));
-                    }
+            };
+            let left_out = request["missing_required"].as_array().unwrap();
+            for name in lacking(action, request["request"].as_str().unwrap()) {
+                named += 1;
+                if !left_out.iter().any(|n| *n == name.as_str()) {
+                    wrong.push(format!("{file} {}: {name}", request["id"]));
                 }
             }
         }

@@ -47,6 +47,8 @@ mod action;
 mod error;
 mod examples;
 mod exec;
+#[cfg(test)]
+mod labelled;
 mod lacking;
 mod record;
 mod review;

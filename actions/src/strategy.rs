@@ -2870,25 +2870,15 @@ mod tests {
     fn what_an_opening_asks_for_is_what_the_labelled_requests_ask_for() {
         // Every request of `docs/data/actions` whose opening says read or change asks for an
         // operation of that kind.
-        let data =
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions");
         let (mut told, mut wrong) = (0, Vec::new());
-        for set in std::fs::read_dir(&data).unwrap() {
-            let path = set.unwrap().path();
-            let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !(file.starts_with("discourse-") && file.ends_with(".jsonl")) {
+        for (file, request) in crate::labelled::requests() {
+            let text = request["request"].as_str().unwrap();
+            let Some(asks) = Asks::of(text) else {
                 continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap().lines() {
-                let request: Value = serde_json::from_str(line).unwrap();
-                let text = request["request"].as_str().unwrap();
-                let Some(asks) = Asks::of(text) else {
-                    continue;
-                };
-                told += 1;
-                if (asks == Asks::Change) != request["mutating"].as_bool().unwrap() {
-                    wrong.push(format!("{file}: {text}"));
-                }
+            };
+            told += 1;
+            if (asks == Asks::Change) != request["mutating"].as_bool().unwrap() {
+                wrong.push(format!("{file}: {text}"));
             }
         }
         println!("{told} requests told by their opening");
