@@ -93,11 +93,18 @@ fn names_for(head: &str) -> Vec<String> {
     names
 }
 
-/// The inputs of `action` that `message` (the user's) says they do not have. Only inputs that take a
-/// value (not an object) are named; a word that names several inputs names the one whose
-/// every word stands in the clause, or none.
+/// The inputs of `action` that `message` (the user's) says they do not have. Only inputs
+/// that take a value (not an object) are named; a word that names several inputs names the
+/// one whose every word stands in the clause, or none.
 pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
     let words = words_of(message);
+    // Each input that can be named, with the words of its name.
+    let inputs: Vec<(&str, Vec<String>)> = action
+        .inputs
+        .iter()
+        .filter(|input| input.ty != Type::Object && !input.is_credential())
+        .map(|input| (input.name.as_str(), identifier_tokens(&input.name)))
+        .collect();
     let mut out: Vec<String> = Vec::new();
     for (at, word) in words.iter().enumerate() {
         let negated = || {
@@ -126,12 +133,6 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
             continue;
         }
         let has = |name: &str| clause.iter().any(|w| w.text == name);
-        let inputs: Vec<(&str, Vec<String>)> = action
-            .inputs
-            .iter()
-            .filter(|input| input.ty != Type::Object && !input.is_credential())
-            .map(|input| (input.name.as_str(), identifier_tokens(&input.name)))
-            .collect();
         let named: Vec<&(&str, Vec<String>)> = inputs
             .iter()
             .filter(|(_, tokens)| {

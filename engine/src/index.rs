@@ -428,6 +428,9 @@ fn search_kind(has_graph: bool) -> &'static str {
     }
 }
 
+/// A filter on the chunks a search may return.
+pub type Keep<'a> = &'a (dyn Fn(ChunkRef<'_>) -> bool + Sync);
+
 /// Knobs of one search.
 #[derive(Default, Clone, Copy)]
 pub struct SearchOptions<'a> {
@@ -436,7 +439,7 @@ pub struct SearchOptions<'a> {
     /// Scan every vector even when there is a graph.
     pub exact: bool,
     /// Only chunks this accepts are returned (already-read chunks, metadata filters).
-    pub keep: Option<&'a (dyn Fn(ChunkRef<'_>) -> bool + Sync)>,
+    pub keep: Option<Keep<'a>>,
 }
 
 /// What an update should do besides syncing `paths`.

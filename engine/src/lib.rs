@@ -29,7 +29,7 @@ pub use chunk::{Chunk, ChunkSpec};
 pub use document::{Document, Format};
 pub use ids::{ChunkId, DocId, SectionId};
 pub use index::{
-    read_manifest, update, ChunkRef, Hit, Index, IndexError, IndexedDoc, Item, Manifest, Progress,
-    Quiet, SearchOptions, Summary, UpdateOptions,
+    read_manifest, update, ChunkRef, Hit, Index, IndexError, IndexedDoc, Item, Keep, Manifest,
+    Progress, Quiet, SearchOptions, Summary, UpdateOptions,
 };
 pub use ingest::{SkipReason, Skipped};

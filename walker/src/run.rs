@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use walkrag_core::{ChatError, ChatRequest, Completion};
-use walkrag_engine::{ChunkId, ChunkRef};
+use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
@@ -14,7 +14,7 @@ use crate::llm;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match, Reply};
-use crate::strategy::{Env, Keep, Strategy, StrategyError};
+use crate::strategy::{Env, Strategy, StrategyError};
 use crate::trace::{Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and

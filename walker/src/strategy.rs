@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use walkrag_core::{ChatError, ChatModel, EmbedError, Embedder};
-use walkrag_engine::{ChunkRef, Index, SearchOptions};
+use walkrag_engine::{Index, Keep, SearchOptions};
 
 use crate::answer::Answer;
 use crate::event::Sink;
@@ -19,9 +19,6 @@ pub struct SearchParams {
     /// Scan every vector instead of walking the graph.
     pub exact: bool,
 }
-
-/// A filter on the chunks a search may return.
-pub type Keep<'a> = &'a (dyn Fn(ChunkRef<'_>) -> bool + Sync);
 
 impl SearchParams {
     /// The engine's options for these settings, returning only chunks that `keep` accepts
