@@ -5,9 +5,14 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Where the request sets and their spec are.
+/// Where the request sets and their spec are: `docs/data/actions`, or the folder
+/// `WALKRAG_LABELLED_SETS` names (a copy taken before a new blind set was written, so that a
+/// rule can be checked without reading the set it is to be tried on).
 pub(crate) fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions")
+    std::env::var_os("WALKRAG_LABELLED_SETS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/data/actions"),
+        PathBuf::from,
+    )
 }
 
 /// Every request of every `discourse-*.jsonl` set, with its file's name.

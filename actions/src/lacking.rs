@@ -27,10 +27,11 @@ const NOT: [&str; 12] = [
     "hasnt", "wont",
 ];
 
-/// Words of having or knowing, lacked when a word of [`NOT`] stands at most two words before.
-const HAVING: [&str; 13] = [
+/// Words of having, knowing or having settled on a value, lacked when a word of [`NOT`]
+/// stands at most two words before ("haven't decided on the new name yet").
+const HAVING: [&str; 18] = [
     "have", "know", "remember", "recall", "sure", "tell", "find", "say", "got", "idea", "given",
-    "sent", "hand",
+    "sent", "hand", "decided", "settled", "agreed", "chosen", "picked",
 ];
 
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
@@ -95,7 +96,7 @@ fn names_for(head: &str) -> Vec<String> {
 
 /// The inputs of `action` that `message` (the user's) says they do not have. Only inputs
 /// that take a value (not an object) are named; a word that names several inputs names the
-/// one whose every word stands in the clause, or none.
+/// one with the most words of its name in the clause, or none where that is a tie.
 pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
     let words = words_of(message);
     // Each input that can be named, with the words of its name.
@@ -141,20 +142,23 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
                     .is_some_and(|head| names_for(head).iter().any(|name| has(name)))
             })
             .collect();
-        let chosen = match named.as_slice() {
+        // Of several, the one with the most words of its name in the clause, if only one has
+        // that many: "action type number" names `post_action_type_id`, not `id`.
+        let in_clause = |tokens: &[String]| {
+            tokens
+                .iter()
+                .filter(|t| names_for(t).iter().any(|n| has(n)))
+                .count()
+        };
+        let most = named.iter().map(|(_, t)| in_clause(t)).max().unwrap_or(0);
+        let chosen = match named
+            .iter()
+            .filter(|(_, t)| in_clause(t) == most)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
             [one] => Some(one.0),
-            many => {
-                let whole: Vec<&&(&str, Vec<String>)> = many
-                    .iter()
-                    .filter(|(_, tokens)| {
-                        tokens.iter().all(|t| names_for(t).iter().any(|n| has(n)))
-                    })
-                    .collect();
-                match whole.as_slice() {
-                    [one] => Some(one.0),
-                    _ => None,
-                }
-            }
+            _ => None,
         };
         if let Some(name) = chosen.filter(|name| !out.iter().any(|seen| seen == name)) {
             out.push(name.to_string());
@@ -245,6 +249,20 @@ paths:
               properties:
                 post: {type: object, properties: {raw: {type: string}}}
       responses: {"200": {description: ok}}
+  /posts/{id}/actions.json:
+    post:
+      operationId: flagPost
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [post_action_type_id]
+              properties:
+                post_action_type_id: {type: integer}
+      responses: {"200": {description: ok}}
 "#;
 
     #[test]
@@ -254,6 +272,7 @@ paths:
             "Delete the Wind Sectional 2019 group. Sorry, I don't know its number.",
             "Get rid of the old wind group; I've lost its ID.",
             "Delete the wind group, I have no idea of its number",
+            "Delete the wind group. We haven't agreed on its number yet.",
         ] {
             assert_eq!(lacking(&delete, wrote), ["id"], "{wrote}");
         }
@@ -272,17 +291,32 @@ paths:
             ),
             ["file_size"]
         );
+        assert_eq!(
+            lacking(
+                &presign,
+                "Presign the talk video; I haven't decided on its file name yet."
+            ),
+            ["file_name"]
+        );
     }
 
     #[test]
-    fn a_word_naming_several_inputs_names_the_one_whose_every_word_is_there() {
+    fn a_word_naming_several_inputs_names_the_one_with_most_words_of_its_name_there() {
         let edit = action(SPEC, "editPost");
         assert_eq!(
             lacking(&edit, "Fix the typo in topic 42; I don't know the post id."),
             ["post_id"]
         );
-        // "number" names both ids, and neither whole: none; the post object is no value.
+        // "number" names both ids as much: none; the post object is no value.
         assert!(lacking(&edit, "Fix my post in topic 42. I don't know its number.").is_empty());
+        let flag = action(SPEC, "flagPost");
+        assert_eq!(
+            lacking(
+                &flag,
+                "Flag post 66 as spam; I don't know spam's action type number."
+            ),
+            ["post_action_type_id"]
+        );
     }
 
     #[test]

@@ -143,48 +143,43 @@ impl Asks {
     /// kept under `docs/results/actions-discourse/` (2,813 requests of the sets up to
     /// `discourse-heldout25.jsonl`), holding the pick to the kind an order's verb asks for
     /// wins 13 picks and loses none.
+    ///
+    /// A request whose first sentence says neither (it sets out the situation: "The Market
+    /// Stall group has done its job.") is read by the first sentence after it that says one
+    /// ("Get rid of the group itself.").
     fn of(request: &str) -> Option<Self> {
+        let mut sentences = sentences(request);
+        Self::of_opening(sentences.next()?).or_else(|| sentences.find_map(Self::of_later))
+    }
+
+    /// What a sentence after the first asks for: only a change by a verb that always changes
+    /// ("Delete…", "Get rid of…"). Later sentences read less surely than openings ("Tell the
+    /// forum it's done", "Send the file itself, not an email", "Can you fetch it again?"
+    /// each ask for the other kind in the labelled requests).
+    fn of_later(sentence: &str) -> Option<Self> {
+        let (verb, after) = opening_verb(sentence)?;
+        let changes = CHANGING_VERBS.contains(&verb.as_str())
+            || (verb == "get" && after.as_deref() == Some("rid"));
+        changes.then_some(Asks::Change)
+    }
+
+    /// What the first sentence asks for by its opening ([`Asks::of`]).
+    fn of_opening(request: &str) -> Option<Self> {
         if opens_with_a_question(request) {
             return Some(Asks::Read);
         }
-        let lower = request.to_lowercase().replace('\u{2019}', "'");
-        let words: Vec<&str> = crate::review::bare_words(&lower)
-            .filter(|word| !word.is_empty())
-            .collect();
-        let mut at = words
-            .iter()
-            .position(|word| !POLITE.contains(word))
-            .unwrap_or(words.len());
-        // "I want to", "we need to", "I'd like you to": the verb comes after.
-        let mut then = at;
-        let wants = match words.get(at..at + 2) {
-            Some(["i'd" | "we'd", _]) => {
-                then += 1;
-                true
-            }
-            Some(["i" | "we", "want" | "need" | "would"]) => {
-                then += 2;
-                true
-            }
-            _ => false,
-        };
-        if wants {
-            for optional in ["like", "you"] {
-                then += usize::from(words.get(then) == Some(&optional));
-            }
-            if words.get(then) == Some(&"to") {
-                at = then + 1;
-            }
-        }
-        let verb = *words.get(at)?;
-        let after = words.get(at + 1).copied();
-        match verb {
+        let (verb, after) = opening_verb(request)?;
+        let after = after.as_deref();
+        match verb.as_str() {
             // "Give me the list…" reads; "Give post 12 a like" changes.
             "give" => Some(if matches!(after, Some("me" | "us")) {
                 Asks::Read
             } else {
                 Asks::Change
             }),
+            // "Get rid of…" changes; "get" alone says neither ("Get me the list", "Get
+            // her a badge").
+            "get" => (after == Some("rid")).then_some(Asks::Change),
             // "Pull up post 12" reads; "Pull the team into topic 9" changes.
             "pull" => (after == Some("up")).then_some(Asks::Read),
             // "Bring up the badges" reads; "Bring the docs team into topic 9" changes.
@@ -201,8 +196,8 @@ impl Asks {
                 Some("a" | "an" | "the" | "this" | "that" | "these" | "my" | "our" | "it")
             )
             .then_some(Asks::Change),
-            _ if READING_VERBS.contains(&verb) => Some(Asks::Read),
-            _ if CHANGING_VERBS.contains(&verb) => Some(Asks::Change),
+            verb if READING_VERBS.contains(&verb) => Some(Asks::Read),
+            verb if CHANGING_VERBS.contains(&verb) => Some(Asks::Change),
             _ => None,
         }
     }
@@ -211,6 +206,67 @@ impl Asks {
     fn fits(self, action: &Action) -> bool {
         action.needs_confirmation() == (self == Asks::Change)
     }
+}
+
+/// The verb a sentence opens with and the word after it, lower case, once polite openings
+/// ("Please", "Can you") and wishes ("I'd like you to", "we need to") are read past.
+fn opening_verb(sentence: &str) -> Option<(String, Option<String>)> {
+    let lower = sentence.to_lowercase().replace('\u{2019}', "'");
+    let words: Vec<&str> = crate::review::bare_words(&lower)
+        .filter(|word| !word.is_empty())
+        .collect();
+    let mut at = words
+        .iter()
+        .position(|word| !POLITE.contains(word))
+        .unwrap_or(words.len());
+    // "I want to", "we need to", "I'd like you to": the verb comes after.
+    let mut then = at;
+    let wants = match words.get(at..at + 2) {
+        Some(["i'd" | "we'd", _]) => {
+            then += 1;
+            true
+        }
+        Some(["i" | "we", "want" | "need" | "would"]) => {
+            then += 2;
+            true
+        }
+        _ => false,
+    };
+    if wants {
+        for optional in ["like", "you"] {
+            then += usize::from(words.get(then) == Some(&optional));
+        }
+        if words.get(then) == Some(&"to") {
+            at = then + 1;
+        }
+    }
+    let verb = words.get(at)?.to_string();
+    let after = words.get(at + 1).map(|word| word.to_string());
+    Some((verb, after))
+}
+
+/// The sentences of `text`, each with the mark that ends it: a `.`, `?` or `!` ends one
+/// where a space or the end of the text follows.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text.trim();
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .char_indices()
+            .find(|&(at, c)| {
+                matches!(c, '.' | '?' | '!')
+                    && rest[at + c.len_utf8()..]
+                        .chars()
+                        .next()
+                        .is_none_or(char::is_whitespace)
+            })
+            .map_or(rest.len(), |(at, c)| at + c.len_utf8());
+        let sentence = &rest[..end];
+        rest = rest[end..].trim_start();
+        Some(sentence)
+    })
 }
 
 /// Words read past before a request's verb ([`Asks::of`]).
@@ -2845,6 +2901,7 @@ mod tests {
             "Post a reply in topic 3020 saying: the extractor is back.",
             "Please bring the translators group into topic 40882.",
             "Send an invite to jordan.reyes@example.org.",
+            "The Market Stall group has done its job. Get rid of the group itself.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
@@ -2852,6 +2909,7 @@ mod tests {
             "Take a look at user 5's badges.",
             "Send me our meetups as a calendar file.",
             "I think her account was left signed in.",
+            "Post 512907 needs a second look. It might be spam.",
             "",
         ];
         let kinds = [
