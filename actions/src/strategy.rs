@@ -698,6 +698,9 @@ impl Actions {
         conversation.messages.push(Message::user(message));
 
         let mut invalid_in_row = 0;
+        // The question for the required inputs the last refused call lacked, if it lacked
+        // any: where the model then gives up, the user is asked it.
+        let mut unasked: Option<Unasked> = None;
         let mut finds = 0;
         let mut carried_out = false;
         let mut tally = Tally::default();
@@ -786,6 +789,18 @@ impl Actions {
                             run.record_action(premature_step(turn, "respond", text, result));
                             continue;
                         }
+                        if let Some(unasked) = unasked.take().filter(|_| !carried_out) {
+                            // An answer in place of a corrected call ("The inputs were not
+                            // accepted…") leaves the user without the question the missing
+                            // inputs call for: it is asked instead.
+                            conversation.answer(
+                                tools,
+                                &call,
+                                "Asked the user; their answer follows.",
+                            );
+                            ended = Some(unasked.ask(&mut run, conversation, &query, turn, text));
+                            continue;
+                        }
                         conversation.answer(tools, &call, "Shown to the user.");
                         run.record_action(ActionStep {
                             cycle: turn,
@@ -869,8 +884,10 @@ impl Actions {
                         }
                         if executed.invalid {
                             invalid_in_row += 1;
+                            unasked = executed.unasked.clone();
                         } else {
                             invalid_in_row = 0;
+                            unasked = None;
                         }
                         if executed.success {
                             carried_out = true;
@@ -890,6 +907,11 @@ impl Actions {
                 return Ok(run.finish(text, carried_out, termination, turn));
             }
             if invalid_in_row > self.max_invalid {
+                if let Some(unasked) = unasked.take().filter(|_| !carried_out) {
+                    let (question, termination) =
+                        unasked.ask(&mut run, conversation, &query, turn, String::new());
+                    return Ok(run.finish(question, carried_out, termination, turn));
+                }
                 let text = summary(
                     &tally.done,
                     "I could not build a valid request for this; nothing more was sent.",
@@ -1597,10 +1619,19 @@ impl Actions {
             }
             Err(Invalid::Missing(missing)) => return asking(missing, step),
             Err(invalid) => {
+                let missing = invalid.missing().to_vec();
+                let unasked = (!missing.is_empty()).then(|| {
+                    let asked = asking(missing, ActionStep::default()).step;
+                    Unasked {
+                        question: asked.text.unwrap_or_default(),
+                        asked: asked.asked,
+                    }
+                });
                 step.outcome = "invalid".into();
                 step.result = with_repairs(&invalid.to_string(), &reviewed.repairs);
                 return Executed {
                     checked,
+                    unasked,
                     ..Executed::invalid(step)
                 };
             }
@@ -2497,6 +2528,51 @@ struct Executed {
     success: bool,
     /// Text the API answered (values in it may be used in later calls).
     said: Option<String>,
+    /// For a refused call that lacked required inputs, the question asking for them.
+    unasked: Option<Unasked>,
+}
+
+/// The question a refused call's missing required inputs call for, kept in case the model
+/// answers instead of correcting the call.
+#[derive(Clone, Debug)]
+struct Unasked {
+    question: String,
+    asked: Vec<String>,
+}
+
+impl Unasked {
+    /// Asks it: recorded as an `ask_user` step in place of the model's `answer` (kept in the
+    /// step's result), and left pending for the user's reply.
+    fn ask(
+        self,
+        run: &mut Run<'_>,
+        conversation: &mut Conversation,
+        query: &str,
+        turn: usize,
+        answer: String,
+    ) -> (String, Termination) {
+        conversation.pending = Some(Pending {
+            query: query.to_string(),
+            question: self.question.clone(),
+        });
+        run.record_action(ActionStep {
+            cycle: turn,
+            action: "ask_user".into(),
+            asked: self.asked,
+            text: Some(self.question.clone()),
+            outcome: "asked".into(),
+            result: if answer.is_empty() {
+                "The call was not corrected; the user is asked for the missing inputs.".into()
+            } else {
+                format!(
+                    "Asked in place of the model's answer, as the call it gave up on lacked \
+                     required inputs: {answer}"
+                )
+            },
+            ..ActionStep::default()
+        });
+        (self.question, Termination::AskedUser)
+    }
 }
 
 impl Executed {
@@ -2508,6 +2584,7 @@ impl Executed {
             invalid: false,
             success: false,
             said: None,
+            unasked: None,
         }
     }
 

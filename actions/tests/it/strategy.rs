@@ -362,6 +362,43 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
 }
 
 #[tokio::test]
+async fn a_refused_call_lacking_inputs_ends_in_the_question_for_them_not_the_tool_error() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let request = "Create a note, finished already";
+    // A value outside the enum and no title: the model, told both, answers with the error.
+    let refused = || call("createNote", json!({"status": "finished"}));
+    let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
+        refused(),
+        respond("The inputs were not accepted; nothing was sent."),
+    ]);
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    assert!(
+        answer.answer.contains("title (The note's title)"),
+        "{}",
+        answer.answer
+    );
+    let steps = actions_of(&answer);
+    let last = steps.last().unwrap();
+    assert_eq!(
+        (last.action.as_str(), last.asked.as_slice()),
+        ("ask_user", ["title".to_string()].as_slice())
+    );
+    assert!(last.result.contains("The inputs were not accepted"));
+    assert_eq!(server.count(), 0);
+
+    // Giving up after corrections that never come ends in the same question.
+    let model = ScriptedChatModel::new(vec![pick("createNote"), refused(), refused(), refused()]);
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    assert_eq!(actions_of(&answer).last().unwrap().asked, ["title"]);
+    assert_eq!(server.count(), 0);
+}
+
+#[tokio::test]
 async fn a_call_cut_short_by_the_token_limit_is_read_up_to_its_cut() {
     // A small model repeating a list's items until its token limit (held-out 28's l28): the
     // call is read up to its last complete item, the made-up items are dropped and the
