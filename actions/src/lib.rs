@@ -50,6 +50,7 @@ mod exec;
 #[cfg(test)]
 mod labelled;
 mod lacking;
+mod negated;
 mod record;
 mod review;
 mod schema;

@@ -422,6 +422,10 @@ pub struct Actions {
     /// operations do not use (ban/suspend, account/user). [`Actions::pick_model`] writes the
     /// guess where one is given.
     pub guess: bool,
+    /// Find and pick the operation by the request without the clauses that say what not to
+    /// do ("Just show me, don't clear anything", "…, not the threads inside it": see
+    /// `negated.rs`); the calls still read the whole request.
+    pub affirm: bool,
     /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
     /// local models), pick the operation by weighing instead of writing its id: on. Each of
     /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
@@ -530,6 +534,7 @@ impl Actions {
             ranked_k: 10,
             hybrid: true,
             guess: true,
+            affirm: true,
             weigh: true,
             pool: 30,
             pick_k: 10,
@@ -647,12 +652,18 @@ impl Actions {
         conversation.said.push('\n');
         conversation.wrote.push(request.to_string());
         let pending = conversation.pending.take();
+        // What the request asks for, for finding and picking: without what it says not to do.
+        let sought = if self.affirm {
+            crate::negated::affirmed(request)
+        } else {
+            request.to_string()
+        };
         let query = match &pending {
             Some(earlier) => format!("{} {request}", earlier.query),
-            None => request.to_string(),
+            None => sought.clone(),
         };
         let guess = match &pending {
-            None if self.guess => self.guess(&mut run, request).await?,
+            None if self.guess => self.guess(&mut run, &sought).await?,
             _ => None,
         };
         let ranked = self.find(&mut run, 1, &query, guess.as_deref())?;
@@ -675,7 +686,7 @@ impl Actions {
         // weighed pick may choose an operation ranked below the cards: it takes the last
         // card's place.
         let mut picked = match &pending {
-            None if !tools => self.pick(&mut run, conversation, &ranked, request).await?,
+            None if !tools => self.pick(&mut run, conversation, &ranked, &sought).await?,
             _ => None,
         };
         if let Some(id) = &picked {
@@ -1763,6 +1774,7 @@ impl Strategy for Actions {
             "ranked_k": self.ranked_k,
             "hybrid": self.hybrid,
             "guess": self.guess,
+            "affirm": self.affirm,
             "weigh": self.weigh,
             "pool": self.pool,
             "pick_k": self.pick_k,

@@ -43,6 +43,7 @@ fn settings() -> ActionSettings {
         k: None,
         max_turns: None,
         guess: false,
+        affirm: true,
         weigh: false,
         judge_weight: None,
         calibration: None,
