@@ -97,18 +97,13 @@ const VOTE_TEMPERATURE: f32 = 0.1;
 /// `docs/data/actions/` up to `discourse-heldout21.jsonl`, all 125 that open so ask for an
 /// operation that reads.
 fn opens_with_a_question(request: &str) -> bool {
-    let request = request.trim();
-    let end = request.char_indices().find(|&(at, c)| {
-        matches!(c, '.' | '?' | '!')
-            && request[at + c.len_utf8()..]
-                .chars()
-                .next()
-                .is_none_or(char::is_whitespace)
-    });
-    let Some((at, '?')) = end else {
+    let Some(first) = sentences(request)
+        .next()
+        .and_then(|sentence| sentence.strip_suffix('?'))
+    else {
         return false;
     };
-    let first = request[..at].to_lowercase();
+    let first = first.to_lowercase();
     let words: Vec<&str> = first
         .split_whitespace()
         .take(2)
@@ -158,9 +153,7 @@ impl Asks {
     /// each ask for the other kind in the labelled requests).
     fn of_later(sentence: &str) -> Option<Self> {
         let (verb, after) = opening_verb(sentence)?;
-        let changes = CHANGING_VERBS.contains(&verb.as_str())
-            || (verb == "get" && after.as_deref() == Some("rid"));
-        changes.then_some(Asks::Change)
+        always_changes(&verb, after.as_deref()).then_some(Asks::Change)
     }
 
     /// What the first sentence asks for by its opening ([`Asks::of`]).
@@ -177,9 +170,6 @@ impl Asks {
             } else {
                 Asks::Change
             }),
-            // "Get rid of…" changes; "get" alone says neither ("Get me the list", "Get
-            // her a badge").
-            "get" => (after == Some("rid")).then_some(Asks::Change),
             // "Pull up post 12" reads; "Pull the team into topic 9" changes.
             "pull" => (after == Some("up")).then_some(Asks::Read),
             // "Bring up the badges" reads; "Bring the docs team into topic 9" changes.
@@ -197,7 +187,7 @@ impl Asks {
             )
             .then_some(Asks::Change),
             verb if READING_VERBS.contains(&verb) => Some(Asks::Read),
-            verb if CHANGING_VERBS.contains(&verb) => Some(Asks::Change),
+            verb if always_changes(verb, after) => Some(Asks::Change),
             _ => None,
         }
     }
@@ -206,6 +196,13 @@ impl Asks {
     fn fits(self, action: &Action) -> bool {
         action.needs_confirmation() == (self == Asks::Change)
     }
+}
+
+/// Whether an order opening with `verb` (and `after`, the word after it) changes something
+/// whatever follows: one of [`CHANGING_VERBS`], or "Get rid of…" ("get" alone says neither:
+/// "Get me the list", "Get her a badge").
+fn always_changes(verb: &str, after: Option<&str>) -> bool {
+    CHANGING_VERBS.contains(&verb) || (verb == "get" && after == Some("rid"))
 }
 
 /// The verb a sentence opens with and the word after it, lower case, once polite openings
@@ -711,7 +708,7 @@ impl Actions {
         let mut invalid_in_row = 0;
         // The question for the required inputs the last refused call lacked, if it lacked
         // any: where the model then gives up, the user is asked it.
-        let mut unasked: Option<Unasked> = None;
+        let mut unasked: Option<Question> = None;
         let mut finds = 0;
         let mut carried_out = false;
         let mut tally = Tally::default();
@@ -779,19 +776,8 @@ impl Actions {
                             continue;
                         }
                         conversation.answer(tools, &call, "Asked the user; their answer follows.");
-                        conversation.pending = Some(Pending {
-                            query: query.clone(),
-                            question: question.clone(),
-                        });
-                        run.record_action(ActionStep {
-                            cycle: turn,
-                            action: "ask_user".into(),
-                            asked,
-                            text: Some(question.clone()),
-                            outcome: "asked".into(),
-                            ..ActionStep::default()
-                        });
-                        ended = Some((question, Termination::AskedUser));
+                        let question = Question { question, asked };
+                        ended = Some(question.ask(&mut run, conversation, &query, turn, ""));
                     }
                     Call::Respond { text } => {
                         if tally.premature(&[]) {
@@ -809,7 +795,12 @@ impl Actions {
                                 &call,
                                 "Asked the user; their answer follows.",
                             );
-                            ended = Some(unasked.ask(&mut run, conversation, &query, turn, text));
+                            let result = format!(
+                                "Asked in place of the model's answer, as the call it gave up \
+                                 on lacked required inputs: {text}"
+                            );
+                            ended =
+                                Some(unasked.ask(&mut run, conversation, &query, turn, &result));
                             continue;
                         }
                         conversation.answer(tools, &call, "Shown to the user.");
@@ -919,8 +910,10 @@ impl Actions {
             }
             if invalid_in_row > self.max_invalid {
                 if let Some(unasked) = unasked.take().filter(|_| !carried_out) {
+                    let result =
+                        "The call was not corrected; the user is asked for the missing inputs.";
                     let (question, termination) =
-                        unasked.ask(&mut run, conversation, &query, turn, String::new());
+                        unasked.ask(&mut run, conversation, &query, turn, result);
                     return Ok(run.finish(question, carried_out, termination, turn));
                 }
                 let text = summary(
@@ -1575,7 +1568,7 @@ impl Actions {
         // Required credentials the query needs and nobody configured: the user is asked to
         // configure them, with any input the call lacks.
         let unset = executor.unset_credentials(action);
-        let asking = |missing: Vec<String>, mut step: ActionStep| {
+        let question_for = |missing: Vec<String>| {
             let question = match (missing.is_empty(), unset.is_empty()) {
                 (_, true) => missing_question(action, &missing),
                 (true, false) => credential_question(action, &unset),
@@ -1586,6 +1579,10 @@ impl Actions {
                 ),
             };
             let asked: Vec<String> = missing.iter().chain(&unset).cloned().collect();
+            Question { question, asked }
+        };
+        let asking = |missing: Vec<String>, mut step: ActionStep| {
+            let Question { question, asked } = question_for(missing);
             step.outcome = "missing".into();
             step.text = Some(question.clone());
             step.result = format!(
@@ -1631,13 +1628,7 @@ impl Actions {
             Err(Invalid::Missing(missing)) => return asking(missing, step),
             Err(invalid) => {
                 let missing = invalid.missing().to_vec();
-                let unasked = (!missing.is_empty()).then(|| {
-                    let asked = asking(missing, ActionStep::default()).step;
-                    Unasked {
-                        question: asked.text.unwrap_or_default(),
-                        asked: asked.asked,
-                    }
-                });
+                let unasked = (!missing.is_empty()).then(|| question_for(missing));
                 step.outcome = "invalid".into();
                 step.result = with_repairs(&invalid.to_string(), &reviewed.repairs);
                 return Executed {
@@ -2541,27 +2532,28 @@ struct Executed {
     /// Text the API answered (values in it may be used in later calls).
     said: Option<String>,
     /// For a refused call that lacked required inputs, the question asking for them.
-    unasked: Option<Unasked>,
+    unasked: Option<Question>,
 }
 
-/// The question a refused call's missing required inputs call for, kept in case the model
-/// answers instead of correcting the call.
+/// A question for the user and the inputs it asks for: the model's `ask_user`, or the one a
+/// refused call's missing required inputs call for, kept in case the model answers instead
+/// of correcting the call.
 #[derive(Clone, Debug)]
-struct Unasked {
+struct Question {
     question: String,
     asked: Vec<String>,
 }
 
-impl Unasked {
-    /// Asks it: recorded as an `ask_user` step in place of the model's `answer` (kept in the
-    /// step's result), and left pending for the user's reply.
+impl Question {
+    /// Asks it: recorded as an `ask_user` step (with `result`, empty for the model's own
+    /// question) and left pending for the user's reply.
     fn ask(
         self,
         run: &mut Run<'_>,
         conversation: &mut Conversation,
         query: &str,
         turn: usize,
-        answer: String,
+        result: &str,
     ) -> (String, Termination) {
         conversation.pending = Some(Pending {
             query: query.to_string(),
@@ -2573,14 +2565,7 @@ impl Unasked {
             asked: self.asked,
             text: Some(self.question.clone()),
             outcome: "asked".into(),
-            result: if answer.is_empty() {
-                "The call was not corrected; the user is asked for the missing inputs.".into()
-            } else {
-                format!(
-                    "Asked in place of the model's answer, as the call it gave up on lacked \
-                     required inputs: {answer}"
-                )
-            },
+            result: result.to_string(),
             ..ActionStep::default()
         });
         (self.question, Termination::AskedUser)
