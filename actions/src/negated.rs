@@ -1,5 +1,6 @@
 //! What a request says not to do: "Just show me, don't clear anything", "the section's
-//! settings, not the threads inside it", "flag it rather than removing it". Such a clause
+//! settings, not the threads inside it", "flag it rather than removing it", "I don't need the
+//! member list", "suspending won't do", "leave the rest of the thread alone". Such a clause
 //! names the operation the user does not want, in words an embedding and a small model's
 //! reading both take for what is asked; in the labelled sets it is where the near neighbour
 //! set as a trap is named. [`affirmed`] is the request without them, for finding and picking
@@ -7,6 +8,20 @@
 
 /// Words that open a negated clause at its start ("…, don't clear anything").
 const NEGATIONS: [&str; 4] = ["dont", "don't", "don’t", "never"];
+
+/// What the user says they can do without, after "I don't" ("I don't need the member list").
+const DO_WITHOUT: [&str; 2] = ["need", "want"];
+
+/// How a clause that ends by saying its thing falls short ends ("suspending won't do",
+/// "switching it off is not enough").
+const FALLS_SHORT: [[&str; 2]; 6] = [
+    ["won't", "do"],
+    ["won’t", "do"],
+    ["not", "do"],
+    ["not", "enough"],
+    ["isn't", "enough"],
+    ["isn’t", "enough"],
+];
 
 /// Words a clause-opening negation may follow and that go with it ("so don't…").
 const JOINERS: [&str; 6] = ["and", "but", "so", "just", "please", "then"];
@@ -81,49 +96,66 @@ fn words_of(text: &str) -> Vec<Word> {
     out
 }
 
-/// `request` without the clauses that say what not to do: from a clause-opening "don't" or
-/// "never" (with an "and", "but", "so" or "just" before it), a "not" before a thing ("not
-/// the threads"), "rather than" or "instead of", up to the next clause-ending mark. Quoted
-/// text is kept whole, and so is a request that would keep fewer than three words.
+/// `request` without the clauses that say what not to do: from a clause-opening "don't",
+/// "never", "I don't need/want", "no need to" or "leave … alone" (with an "and", "but",
+/// "so" or "just" before it), a "not" before a thing ("not the threads"), "rather than" or
+/// "instead of", up to the next clause-ending mark; and a clause that ends saying its thing
+/// "won't do" or "is not enough". Quoted text is kept whole, and so is a request that would
+/// keep fewer than three words.
 pub(crate) fn affirmed(request: &str) -> String {
     let words = words_of(request);
+    // Where the clause of the word at `at` ends: before the next word that opens a clause.
+    let clause_end = |at: usize| {
+        let mut to = at + 1;
+        while to < words.len() && !words[to].opens_clause && !words[to].quoted {
+            to += 1;
+        }
+        to
+    };
+    let lower = |at: usize| words.get(at).map_or("", |w: &Word| w.lower.as_str());
     let mut cut: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
     while at < words.len() {
         let word = &words[at];
-        let next = words.get(at + 1).map(|w| w.lower.as_str());
-        let opens_negation = if word.quoted {
-            None
-        } else if NEGATIONS.contains(&word.lower.as_str())
-            || (word.lower == "do" && next == Some("not"))
-        {
-            let joined = at > 0
-                && JOINERS.contains(&words[at - 1].lower.as_str())
-                && !words[at].opens_clause;
+        let to = clause_end(at);
+        // Where a clause-opening negation starting at `at` starts the cut: at it, or at the
+        // joiner before it ("so don't…").
+        let at_opening = || {
             if word.opens_clause {
                 Some(at)
-            } else if joined {
+            } else if at > 0 && JOINERS.contains(&lower(at - 1)) {
                 Some(at - 1)
             } else {
                 None
             }
-        } else if (word.lower == "not" && next.is_some_and(|n| NOT_BEFORE.contains(&n)))
-            || (word.lower == "rather" && next == Some("than"))
-            || (word.lower == "instead" && next == Some("of"))
-        {
-            Some(at)
-        } else {
+        };
+        let negation =
+            |k: usize| NEGATIONS.contains(&lower(k)) || (lower(k) == "do" && lower(k + 1) == "not");
+        // "don't…", "I don't need…", "no need to…", "leave … alone": where a clause opens.
+        let opens_at_a_clause = negation(at)
+            || (word.lower == "i"
+                && negation(at + 1)
+                && DO_WITHOUT.contains(&lower(at + if lower(at + 1) == "do" { 3 } else { 2 })))
+            || (word.lower == "no" && lower(at + 1) == "need" && lower(at + 2) == "to")
+            || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"));
+        // "not the…", "rather than…", "instead of…": anywhere; "… won't do": a whole clause.
+        let opens_here = (word.lower == "not" && NOT_BEFORE.contains(&lower(at + 1)))
+            || (word.lower == "rather" && lower(at + 1) == "than")
+            || (word.lower == "instead" && lower(at + 1) == "of")
+            || (word.opens_clause
+                && to >= at + 2
+                && FALLS_SHORT.contains(&[lower(to - 2), lower(to - 1)]));
+        let opens_negation = if word.quoted {
             None
+        } else if opens_at_a_clause {
+            at_opening()
+        } else {
+            opens_here.then_some(at)
         };
         let Some(from) = opens_negation else {
             at += 1;
             continue;
         };
-        // The clause runs to the word before the next one that opens a clause.
-        let mut to = at + 1;
-        while to < words.len() && !words[to].opens_clause && !words[to].quoted {
-            to += 1;
-        }
         cut.push((words[from].start, words[to - 1].end));
         at = to;
     }
@@ -146,7 +178,7 @@ pub(crate) fn affirmed(request: &str) -> String {
 
 /// What cuts leave, tidied: single spaces, and of marks with nothing between them the one
 /// that ends a sentence, the first if both do (", ." is "."; "? ," is "?"); none before
-/// the first word.
+/// the first word, and none but a sentence's end after the last.
 fn tidy(text: &str) -> String {
     let ends_sentence = |c: char| matches!(c, '.' | '?' | '!');
     let mut out = String::with_capacity(text.len());
@@ -171,7 +203,11 @@ fn tidy(text: &str) -> String {
             out.push(c);
         }
     }
-    out.trim_end().to_string()
+    // A cut at the end leaves no comma, semicolon or colon behind it.
+    out.trim_end()
+        .trim_end_matches([',', ';', ':'])
+        .trim_end()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -217,6 +253,30 @@ mod tests {
                 "List the events as regular data, not an .ics export.",
                 "List the events as regular data.",
             ),
+            (
+                "Show me the choir group's page. I don't need the member list.",
+                "Show me the choir group's page.",
+            ),
+            (
+                "The account is a spammer, so a suspension won't do: delete it.",
+                "The account is a spammer, delete it.",
+            ),
+            (
+                "Remove post 12; hiding it is not enough.",
+                "Remove post 12.",
+            ),
+            (
+                "Take down reply 40 - only that one, leave the thread alone",
+                "Take down reply 40 - only that one",
+            ),
+            (
+                "Retitle topic 8 to Spring Fair and leave the first post alone.",
+                "Retitle topic 8 to Spring Fair.",
+            ),
+            (
+                "I have the reset token abc123, so set the new password; no need to email her.",
+                "I have the reset token abc123, so set the new password.",
+            ),
         ] {
             assert_eq!(affirmed(request), kept, "{request}");
         }
@@ -227,6 +287,10 @@ mod tests {
         for request in [
             // What the user lacks is not what they ask not to do.
             "Delete group 31. I don't know why it is still there.",
+            // What the users can do without is the thing to change.
+            "We don't need the litter-pickers group any more, delete it.",
+            // Left where it is, not left alone.
+            "Leave a reply on topic 5 saying thanks.",
             "It is not working since the upgrade, restart the backup.",
             "Post a reply saying \"don't forget the oars, not the old ones\" in topic 5.",
             "Don't send anything.",
