@@ -138,6 +138,39 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             }
             continue;
         }
+        // One word the model joined from the user's words (`volunteer_milestones_dan` of
+        // "volunteer milestones … drivetime_dan", `fundraising_drive` for a thread's id):
+        // a name the user never wrote, where a required input takes an id, a username or a
+        // file name. For an id, the one number the user wrote is theirs ("thread … number
+        // 8034"); for a name, the one name or code they wrote that shares a word with it (the
+        // model dressed it up). Else it is dropped, so it is asked for.
+        if let Some(what) = required.and_then(|input| joined_from_words(input, &value, &said)) {
+            let theirs = if what == "an id" {
+                said.one_number()
+                    .map(|n| (n, "the one number the user wrote"))
+            } else {
+                value
+                    .as_str()
+                    .and_then(|text| said.one_code_sharing_a_part(text))
+                    .map(|code| {
+                        (
+                            code,
+                            "the one name the user wrote that shares a word with it",
+                        )
+                    })
+            };
+            match theirs {
+                Some((theirs, why)) => {
+                    out.repairs
+                        .push(format!("{name}: {value} read as {theirs:?}, {why}"));
+                    out.params.insert(name, Value::String(theirs));
+                }
+                None => out.repairs.push(format!(
+                    "{name}: dropped {value}: words joined into {what} the user never wrote"
+                )),
+            }
+            continue;
+        }
         let given = match (input, flag(&value)) {
             // An optional switch the user never named (`delete_posts: true`) is a guess; a
             // required one has no words of its own (`enabled` of "close the topic").
@@ -222,18 +255,45 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     if !text.trim().contains(char::is_whitespace) {
         return None;
     }
+    match names_a_thing(input)? {
+        "an id" => Some("words where it takes an id"),
+        "a username" => Some("words where it takes a username"),
+        _ => Some("words where it takes a file name"),
+    }
+}
+
+/// What `input` takes where it names one thing: `"an id"`, `"a username"` or `"a file name"`.
+fn names_a_thing(input: &Input) -> Option<&'static str> {
+    let name = squash(&input.name);
     if identifier_tokens(&input.name)
         .last()
         .is_some_and(|w| w == "id")
     {
-        Some("words where it takes an id")
+        Some("an id")
     } else if name.ends_with("username") {
-        Some("words where it takes a username")
+        Some("a username")
     } else if name.ends_with("filename") {
-        Some("words where it takes a file name")
+        Some("a file name")
     } else {
         None
     }
+}
+
+/// Where `value` is one word of letters the model joined with `_` or `-` from two or more
+/// words (`fundraising_drive`), which the user did not write as it is, for an input that
+/// names one thing ([`names_a_thing`]): what the input takes. `None` otherwise: codes with
+/// digits and single words are read by the other checks.
+fn joined_from_words(input: &Input, value: &Value, said: &Words) -> Option<&'static str> {
+    let text = value.as_str()?.trim();
+    let parts: Vec<&str> = text.split(['_', '-']).collect();
+    let joined = parts.len() >= 2
+        && parts
+            .iter()
+            .all(|part| !part.is_empty() && part.chars().all(char::is_alphabetic));
+    if !joined || said.lower.contains(&text.to_lowercase()) {
+        return None;
+    }
+    names_a_thing(input)
 }
 
 /// Whether `value` is a string that `input`'s enum does not hold.
@@ -681,6 +741,40 @@ impl Words {
         });
         let one = written.next()?;
         written.next().is_none().then(|| one.to_string())
+    }
+
+    /// The one number the user wrote as a word of its own, where it is not a year (1900 to
+    /// 2099: "the 2019 badge" names a thing, it is not its number); `None` where they wrote
+    /// none or several.
+    pub fn one_number(&self) -> Option<String> {
+        let year = |n: &str| n.len() == 4 && matches!(&n[..2], "19" | "20");
+        let mut numbers = bare_words(&self.lower)
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()))
+            .filter(|w| !year(w));
+        let one = numbers.next()?;
+        numbers.all(|other| other == one).then(|| one.to_string())
+    }
+
+    /// The one name or code the user wrote that shares a part (split at `_`, `-` and `.`)
+    /// of three letters or more with `value` (`drivetime_dan` for `volunteer_milestones_dan`);
+    /// `None` where none or several do.
+    pub fn one_code_sharing_a_part(&self, value: &str) -> Option<String> {
+        let parts = |text: &str| -> Vec<String> {
+            text.to_lowercase()
+                .split(['_', '-', '.'])
+                .filter(|part| part.chars().count() >= 3)
+                .map(str::to_string)
+                .collect()
+        };
+        let mine = parts(value);
+        let mut sharing = self
+            .codes
+            .iter()
+            .filter(|code| parts(code).iter().any(|part| mine.contains(part)));
+        let one = sharing.next()?;
+        sharing
+            .all(|other| other.eq_ignore_ascii_case(one))
+            .then(|| one.clone())
     }
 
     /// Whether `value` was given: a string appears whole, or at least half its words do; a
@@ -1141,6 +1235,70 @@ paths:
         // Without grounding the validator and the model deal with it.
         let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
+    }
+
+    #[test]
+    fn words_joined_into_a_name_the_user_never_wrote_are_not_theirs() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+              "/t/{id}/timer": {"post": {"operationId": "closeLater",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]}},
+              "/u/{username}/badges": {"get": {"operationId": "listBadges",
+                "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}]}},
+              "/c/{slug}": {"get": {"operationId": "getSection",
+                "parameters": [{"name": "slug", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
+        )
+        .unwrap();
+        let said = "Which badges has drivetime_dan picked up? We read volunteer milestones on \
+                    air. The phone bank thread for the fundraising drive should close on \
+                    Friday; the section is late-night-jazz.";
+        let check = |id: &str, params: Value| {
+            let action = catalog.actions.iter().find(|a| a.operation_id == id);
+            review(action.unwrap(), &params, said, true)
+        };
+        let reviewed = check("closeLater", json!({"id": "fundraising_drive"}));
+        assert!(reviewed.params.is_empty());
+        assert_eq!(
+            reviewed.repairs,
+            [r#"id: dropped "fundraising_drive": words joined into an id the user never wrote"#]
+        );
+        // The one number the user wrote is the id they mean; a year is not a number of theirs.
+        for (said, id) in [
+            (
+                "The phone bank thread, number 8034, should close on Friday.",
+                Some("8034"),
+            ),
+            ("The 2024 phone bank thread should close on Friday.", None),
+            ("Threads 8034 and 8035 should close on Friday.", None),
+        ] {
+            let action = catalog
+                .actions
+                .iter()
+                .find(|a| a.operation_id == "closeLater");
+            let reviewed = review(action.unwrap(), &json!({"id": "phone_bank"}), said, true);
+            assert_eq!(
+                reviewed.params.get("id"),
+                id.map(|id| json!(id)).as_ref(),
+                "{said}"
+            );
+        }
+        let reviewed = check(
+            "listBadges",
+            json!({"username": "volunteer_milestones_dan"}),
+        );
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"username": "drivetime_dan"})
+        );
+        // What the user wrote as it is stays; so does a name the input does not take as an
+        // id, a username or a file name.
+        let kept = |id: &str, params: Value| Value::Object(check(id, params).params);
+        let user = json!({"username": "drivetime_dan"});
+        assert_eq!(kept("listBadges", user.clone()), user);
+        let slug = json!({"slug": "late-night-jazz"});
+        assert_eq!(kept("getSection", slug.clone()), slug);
+        let slug = json!({"slug": "phone-bank"});
+        assert_eq!(kept("getSection", slug.clone()), slug);
     }
 
     #[test]
