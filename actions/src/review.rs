@@ -1021,6 +1021,24 @@ paths:
         Catalog::parse(SPEC).unwrap().actions.remove(0)
     }
 
+    /// A catalog of operations (method, path, id, and the type of the one input its path
+    /// names), each with that input required.
+    fn one_path_input_each(operations: &[(&str, &str, &str, &str)]) -> Catalog {
+        let mut paths = serde_json::Map::new();
+        for (method, path, id, ty) in operations {
+            let input = &path[path.find('{').unwrap() + 1..path.find('}').unwrap()];
+            paths.insert(
+                path.to_string(),
+                json!({ *method: {"operationId": id, "parameters": [
+                    {"name": input, "in": "path", "required": true, "schema": {"type": ty}}
+                ]}}),
+            );
+        }
+        let spec =
+            json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths});
+        Catalog::parse(&spec.to_string()).unwrap()
+    }
+
     #[test]
     fn values_the_user_gave_are_kept_others_dropped() {
         let said = "Rename note 17 to Weekly groceries and archive it";
@@ -1170,18 +1188,12 @@ paths:
 
     #[test]
     fn a_name_is_no_number_and_words_are_no_id() {
-        let catalog = Catalog::parse(
-            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
-              "/users/{id}/anonymize": {"put": {"operationId": "anonymizeUser",
-                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]}},
-              "/t/{topic_id}/status": {"put": {"operationId": "pinTopic",
-                "parameters": [{"name": "topic_id", "in": "path", "required": true, "schema": {"type": "string"}}]}},
-              "/backups/{filename}": {"put": {"operationId": "mailBackup",
-                "parameters": [{"name": "filename", "in": "path", "required": true, "schema": {"type": "string"}}]}},
-              "/u/{username}": {"get": {"operationId": "getUser",
-                "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
-        )
-        .unwrap();
+        let catalog = one_path_input_each(&[
+            ("put", "/users/{id}/anonymize", "anonymizeUser", "integer"),
+            ("put", "/t/{topic_id}/status", "pinTopic", "string"),
+            ("put", "/backups/{filename}", "mailBackup", "string"),
+            ("get", "/u/{username}", "getUser", "string"),
+        ]);
         let said = "Anonymize member dvoss_88, pin the Community Guidelines topic (or topic 41), \
                     mail me last night's backup or backup forum-2025-03-14.tar.gz, and show \
                     Dana Linden's profile and user 4471's";
@@ -1239,16 +1251,11 @@ paths:
 
     #[test]
     fn words_joined_into_a_name_the_user_never_wrote_are_not_theirs() {
-        let catalog = Catalog::parse(
-            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
-              "/t/{id}/timer": {"post": {"operationId": "closeLater",
-                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]}},
-              "/u/{username}/badges": {"get": {"operationId": "listBadges",
-                "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}]}},
-              "/c/{slug}": {"get": {"operationId": "getSection",
-                "parameters": [{"name": "slug", "in": "path", "required": true, "schema": {"type": "string"}}]}}}}"#,
-        )
-        .unwrap();
+        let catalog = one_path_input_each(&[
+            ("post", "/t/{id}/timer", "closeLater", "string"),
+            ("get", "/u/{username}/badges", "listBadges", "string"),
+            ("get", "/c/{slug}", "getSection", "string"),
+        ]);
         let said = "Which badges has drivetime_dan picked up? We read volunteer milestones on \
                     air. The phone bank thread for the fundraising drive should close on \
                     Friday; the section is late-night-jazz.";
