@@ -187,7 +187,9 @@ pub(crate) fn drop_lacking(action: &Action, messages: &[String], reviewed: &mut 
             let answered = messages[at + 1..]
                 .iter()
                 .any(|later| !text.is_empty() && later.to_lowercase().contains(&text));
-            if answered || (is_code(&text) && message.to_lowercase().contains(&text)) {
+            if answered
+                || (mixes_letters_and_digits(&text) && message.to_lowercase().contains(&text))
+            {
                 continue;
             }
             reviewed.repairs.push(format!(
@@ -200,7 +202,7 @@ pub(crate) fn drop_lacking(action: &Action, messages: &[String], reviewed: &mut 
 
 /// Whether `text` mixes letters and digits, as codes and identifiers do (`OUT-2025-0418`),
 /// unlike a bare number that may be part of a name ("the Wind Sectional 2019 group").
-fn is_code(text: &str) -> bool {
+fn mixes_letters_and_digits(text: &str) -> bool {
     text.chars().any(char::is_alphabetic) && text.chars().any(|c| c.is_ascii_digit())
 }
 

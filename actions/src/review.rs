@@ -145,7 +145,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         // 8034"); for a name, the one name or code they wrote that shares a word with it (the
         // model dressed it up). Else it is dropped, so it is asked for.
         if let Some(what) = required.and_then(|input| joined_from_words(input, &value, &said)) {
-            let theirs = if what == "an id" {
+            let theirs = if what == Named::Id {
                 said.one_number()
                     .map(|n| (n, "the one number the user wrote"))
             } else {
@@ -166,7 +166,8 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
                     out.params.insert(name, Value::String(theirs));
                 }
                 None => out.repairs.push(format!(
-                    "{name}: dropped {value}: words joined into {what} the user never wrote"
+                    "{name}: dropped {value}: words joined into {} the user never wrote",
+                    what.noun()
                 )),
             }
             continue;
@@ -255,35 +256,57 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     if !text.trim().contains(char::is_whitespace) {
         return None;
     }
-    match names_a_thing(input)? {
-        "an id" => Some("words where it takes an id"),
-        "a username" => Some("words where it takes a username"),
-        _ => Some("words where it takes a file name"),
-    }
+    Some(match Named::by(input)? {
+        Named::Id => "words where it takes an id",
+        Named::Username => "words where it takes a username",
+        Named::FileName => "words where it takes a file name",
+    })
 }
 
-/// What `input` takes where it names one thing: `"an id"`, `"a username"` or `"a file name"`.
-fn names_a_thing(input: &Input) -> Option<&'static str> {
-    let name = squash(&input.name);
-    if identifier_tokens(&input.name)
-        .last()
-        .is_some_and(|w| w == "id")
-    {
-        Some("an id")
-    } else if name.ends_with("username") {
-        Some("a username")
-    } else if name.ends_with("filename") {
-        Some("a file name")
-    } else {
-        None
+/// What an input that names one thing takes, by its name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Named {
+    /// `id`, `topic_id`, `postId`.
+    Id,
+    /// `username`, `target_username`.
+    Username,
+    /// `filename`, `file_name`.
+    FileName,
+}
+
+impl Named {
+    /// What `input` takes where it names one thing; `None` for any other input.
+    fn by(input: &Input) -> Option<Self> {
+        let name = squash(&input.name);
+        if identifier_tokens(&input.name)
+            .last()
+            .is_some_and(|w| w == "id")
+        {
+            Some(Self::Id)
+        } else if name.ends_with("username") {
+            Some(Self::Username)
+        } else if name.ends_with("filename") {
+            Some(Self::FileName)
+        } else {
+            None
+        }
+    }
+
+    /// The thing, as a repair names it.
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Id => "an id",
+            Self::Username => "a username",
+            Self::FileName => "a file name",
+        }
     }
 }
 
 /// Where `value` is one word of letters the model joined with `_` or `-` from two or more
 /// words (`fundraising_drive`), which the user did not write as it is, for an input that
-/// names one thing ([`names_a_thing`]): what the input takes. `None` otherwise: codes with
+/// names one thing ([`Named`]): what the input takes. `None` otherwise: codes with
 /// digits and single words are read by the other checks.
-fn joined_from_words(input: &Input, value: &Value, said: &Words) -> Option<&'static str> {
+fn joined_from_words(input: &Input, value: &Value, said: &Words) -> Option<Named> {
     let text = value.as_str()?.trim();
     let parts: Vec<&str> = text.split(['_', '-']).collect();
     let joined = parts.len() >= 2
@@ -293,7 +316,7 @@ fn joined_from_words(input: &Input, value: &Value, said: &Words) -> Option<&'sta
     if !joined || said.lower.contains(&text.to_lowercase()) {
         return None;
     }
-    names_a_thing(input)
+    Named::by(input)
 }
 
 /// Whether `value` is a string that `input`'s enum does not hold.
@@ -1259,10 +1282,11 @@ paths:
         let said = "Which badges has drivetime_dan picked up? We read volunteer milestones on \
                     air. The phone bank thread for the fundraising drive should close on \
                     Friday; the section is late-night-jazz.";
-        let check = |id: &str, params: Value| {
+        let check_said = |id: &str, params: Value, said: &str| {
             let action = catalog.actions.iter().find(|a| a.operation_id == id);
             review(action.unwrap(), &params, said, true)
         };
+        let check = |id: &str, params: Value| check_said(id, params, said);
         let reviewed = check("closeLater", json!({"id": "fundraising_drive"}));
         assert!(reviewed.params.is_empty());
         assert_eq!(
@@ -1278,11 +1302,7 @@ paths:
             ("The 2024 phone bank thread should close on Friday.", None),
             ("Threads 8034 and 8035 should close on Friday.", None),
         ] {
-            let action = catalog
-                .actions
-                .iter()
-                .find(|a| a.operation_id == "closeLater");
-            let reviewed = review(action.unwrap(), &json!({"id": "phone_bank"}), said, true);
+            let reviewed = check_said("closeLater", json!({"id": "phone_bank"}), said);
             assert_eq!(
                 reviewed.params.get("id"),
                 id.map(|id| json!(id)).as_ref(),
