@@ -227,9 +227,105 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         out.params.insert(name, value);
     }
     if grounded {
+        whole_codes(action, &said, &mut out);
         one_input_per_value(action, &said, &mut out);
     }
     out
+}
+
+/// A required username or file name given as one word of a name or code the user wrote
+/// (`sue` of "Sue … her forum account, sue_stacks"): the model cut the user's value short.
+/// It becomes the one name or code of theirs holding that word, where no other input has
+/// it already.
+fn whole_codes(action: &Action, said: &Words, out: &mut Reviewed) {
+    let cut: Vec<(String, String)> = out
+        .params
+        .iter()
+        .filter(|(name, _)| {
+            action.input(name).is_some_and(|input| {
+                input.required
+                    && matches!(Named::by(input), Some(Named::Username | Named::FileName))
+            })
+        })
+        .filter_map(|(name, value)| {
+            let word = value.as_str()?.trim();
+            if word.chars().count() < 3 || !word.chars().all(char::is_alphanumeric) {
+                return None;
+            }
+            let named = Named::by(action.input(name)?)?;
+            let code = said.one_code_holding(word, |code| named.fits(code))?;
+            let taken = out.params.values().any(|other| {
+                other
+                    .as_str()
+                    .is_some_and(|text| text.trim().eq_ignore_ascii_case(&code))
+            });
+            (!taken).then(|| (name.clone(), code))
+        })
+        .collect();
+    for (name, code) in cut {
+        if let Some(value) = out.params.insert(name.clone(), Value::String(code.clone())) {
+            out.repairs.push(format!(
+                "{name}: {value} read as {code:?}, the one name the user wrote that holds it"
+            ));
+        }
+    }
+}
+
+/// The one required id of `action` that `reviewed` lacks, taken from the one number the user
+/// marked as one in `messages` (theirs): "the drivers' group, number 18", "account #3318",
+/// "no. 7". Such a number names the thing the request is about. Nothing is taken where the
+/// action lacks several ids, where the user marked several numbers, or where an input holds
+/// the number already.
+pub(crate) fn numbered_id(action: &Action, messages: &[String], reviewed: &mut Reviewed) {
+    let lacking: Vec<&Input> = action
+        .inputs
+        .iter()
+        .filter(|input| input.required && Named::by(input) == Some(Named::Id))
+        .filter(|input| !reviewed.params.contains_key(&input.name))
+        .collect();
+    let [input] = lacking[..] else {
+        return;
+    };
+    let mut marked = messages.iter().flat_map(|message| marked_numbers(message));
+    let Some(number) = marked.next() else {
+        return;
+    };
+    if marked.any(|other| other != number) {
+        return;
+    }
+    let taken = reviewed
+        .params
+        .values()
+        .any(|value| literal(value).is_some_and(|text| text.trim() == number));
+    if taken {
+        return;
+    }
+    reviewed.repairs.push(format!(
+        "{}: {number:?}, the one number the user wrote after \"number\", \"no.\" or \"#\"",
+        input.name
+    ));
+    reviewed
+        .params
+        .insert(input.name.clone(), Value::String(number));
+}
+
+/// The numbers `text` marks as numbers of a thing: after "number" or "no.", or after `#`.
+fn marked_numbers(text: &str) -> Vec<String> {
+    let digits = |word: &str| -> Option<String> {
+        let word = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+        (!word.is_empty() && word.chars().all(|c| c.is_ascii_digit())).then(|| word.to_string())
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut marked = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        let lower = word.to_lowercase();
+        if let Some(rest) = lower.strip_prefix('#') {
+            marked.extend(digits(rest));
+        } else if matches!(lower.as_str(), "number" | "no.") {
+            marked.extend(words.get(at + 1).and_then(|next| digits(next)));
+        }
+    }
+    marked
 }
 
 /// Why a string the model gave cannot be `input`'s value whatever the user meant: a name
@@ -289,6 +385,25 @@ impl Named {
             Some(Self::FileName)
         } else {
             None
+        }
+    }
+
+    /// Whether a name or code the user wrote can be this input's value: a file name has an
+    /// extension, a username has none (`dana_notes.pdf` is a file, `dana_k` a user). Any
+    /// number may be an id.
+    fn fits(self, code: &str) -> bool {
+        let extension = code
+            .rsplit_once('.')
+            .is_some_and(|(stem, ext)| !stem.is_empty() && ext.chars().any(char::is_alphabetic));
+        match self {
+            Self::Id => true,
+            Self::Username => {
+                !extension
+                    && code
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
+            }
+            Self::FileName => extension,
         }
     }
 
@@ -800,6 +915,21 @@ impl Words {
             .then(|| one.clone())
     }
 
+    /// The one name or code the user wrote, of those that `fits` accepts, that has `word`
+    /// as one of its parts (split at `_`, `-` and `.`) and is more than it (`sue_stacks` for
+    /// `sue`); `None` where none or several do.
+    pub fn one_code_holding(&self, word: &str, fits: impl Fn(&str) -> bool) -> Option<String> {
+        let word = word.to_lowercase();
+        let mut holding = self.codes.iter().filter(|code| {
+            let lower = code.to_lowercase();
+            lower != word && fits(code) && lower.split(['_', '-', '.']).any(|part| part == word)
+        });
+        let one = holding.next()?;
+        holding
+            .all(|other| other.eq_ignore_ascii_case(one))
+            .then(|| one.clone())
+    }
+
     /// Whether `value` was given: a string appears whole, or at least half its words do; a
     /// number appears as a word; every item of a list and every field of an object is given;
     /// booleans need no words.
@@ -1207,6 +1337,144 @@ paths:
         let said = Words::of("She'll tell me which password she wants tomorrow");
         assert!(!said.grounds(&json!("password123")));
         assert!(!said.grounds(&json!("Password2024")));
+    }
+
+    #[test]
+    fn a_name_cut_short_is_the_users_whole_code() {
+        let catalog = one_path_input_each(&[
+            (
+                "post",
+                "/user_avatar/{username}/refresh",
+                "refreshGravatar",
+                "string",
+            ),
+            ("put", "/backups/{filename}", "mailBackup", "string"),
+        ]);
+        let check = |id: &str, params: Value, said: &str| {
+            let action = catalog.actions.iter().find(|a| a.operation_id == id);
+            review(action.unwrap(), &params, said, true)
+        };
+        let said = "Sue changed her picture, but her account, sue_stacks, still shows the old one";
+        let reviewed = check("refreshGravatar", json!({"username": "sue"}), said);
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"username": "sue_stacks"})
+        );
+        assert_eq!(
+            reviewed.repairs,
+            [r#"username: "sue" read as "sue_stacks", the one name the user wrote that holds it"#]
+        );
+        // A file name and a username each take the code of their kind.
+        let said = "Send dana_k the notes, dana_notes.pdf, from the backup";
+        let kept = |id: &str, params: Value| Value::Object(check(id, params, said).params);
+        assert_eq!(
+            kept("refreshGravatar", json!({"username": "dana"})),
+            json!({"username": "dana_k"})
+        );
+        assert_eq!(
+            kept("mailBackup", json!({"filename": "dana"})),
+            json!({"filename": "dana_notes.pdf"})
+        );
+        // Two codes hold it, or the word is too short to say: the value stays as it is.
+        let said = "Sue has two accounts, sue_stacks and sue_vans; and jo_b";
+        for value in ["sue", "jo"] {
+            assert_eq!(
+                kept_with(&check("refreshGravatar", json!({"username": value}), said)),
+                json!({"username": value})
+            );
+        }
+    }
+
+    fn kept_with(reviewed: &Reviewed) -> Value {
+        Value::Object(reviewed.params.clone())
+    }
+
+    #[test]
+    fn an_id_left_out_is_the_number_the_user_marked() {
+        let catalog = one_path_input_each(&[
+            ("put", "/groups/{id}", "updateGroup", "integer"),
+            ("put", "/backups/{filename}", "mailBackup", "string"),
+        ]);
+        let group = catalog
+            .actions
+            .iter()
+            .find(|a| a.operation_id == "updateGroup")
+            .unwrap();
+        let filled = |messages: &[&str], params: Value| {
+            let messages: Vec<String> = messages.iter().map(|m| m.to_string()).collect();
+            let mut reviewed = review(group, &params, &messages.join("\n"), true);
+            numbered_id(group, &messages, &mut reviewed);
+            reviewed
+        };
+        let reviewed = filled(
+            &["The drivers' group, number 18, needs renaming to van-drivers, please."],
+            json!({}),
+        );
+        assert_eq!(kept_with(&reviewed), json!({"id": "18"}));
+        assert_eq!(
+            reviewed.repairs,
+            [r##"id: "18", the one number the user wrote after "number", "no." or "#""##]
+        );
+        assert_eq!(
+            kept_with(&filled(&["Rename group #31 for me"], json!({}))),
+            json!({"id": "31"})
+        );
+        // Several marked, one given already, or none marked: nothing is taken.
+        for (messages, params, kept) in [
+            (
+                &["Merge group number 18 into number 19"][..],
+                json!({}),
+                json!({}),
+            ),
+            (
+                &["Rename group number 18"],
+                json!({"id": 18}),
+                json!({"id": 18}),
+            ),
+            (&["Rename the group with 18 members"], json!({}), json!({})),
+        ] {
+            assert_eq!(kept_with(&filled(messages, params)), kept);
+        }
+        // An action with no id to fill takes nothing.
+        let backup = catalog
+            .actions
+            .iter()
+            .find(|a| a.operation_id == "mailBackup")
+            .unwrap();
+        let mut reviewed = review(backup, &json!({}), "Mail backup number 4", true);
+        numbered_id(backup, &["Mail backup number 4".into()], &mut reviewed);
+        assert!(reviewed.params.is_empty());
+    }
+
+    /// Over every labelled request: a number the user marked ("number 18", "#3318") is the
+    /// value of the request's id wherever it has one, and no request that leaves its id out
+    /// on purpose marks one.
+    #[test]
+    fn marked_numbers_are_ids_in_the_labelled_sets() {
+        let mut marking = 0;
+        let mut wrong = Vec::new();
+        for (file, request) in crate::labelled::requests() {
+            let text = request["request"].as_str().unwrap();
+            let marked = marked_numbers(text);
+            let [number] = &marked[..] else {
+                assert!(marked.len() < 2, "{file} {}: {marked:?}", request["id"]);
+                continue;
+            };
+            marking += 1;
+            let required = request["required_params"].as_object().unwrap();
+            let ids: Vec<&Value> = required
+                .iter()
+                .filter(|(name, _)| identifier_tokens(name).last().is_some_and(|w| w == "id"))
+                .map(|(_, value)| value)
+                .collect();
+            let holds = |value: &&Value| literal(value).is_some_and(|text| text == *number);
+            if !ids.iter().any(holds) {
+                wrong.push(format!("{file} {}: {number} of {ids:?}", request["id"]));
+            }
+        }
+        println!("{marking} requests mark a number");
+        assert!(marking >= 10, "only {marking}");
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     #[test]

@@ -44,7 +44,7 @@ use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::lacking::drop_lacking;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
-use crate::review::{review, squash, unmentioned_parents};
+use crate::review::{numbered_id, review, squash, unmentioned_parents};
 use crate::spec::Catalog;
 use crate::validate::Invalid;
 
@@ -1543,6 +1543,7 @@ impl Actions {
         }
         let mut reviewed = review(action, params, &conversation.said, self.grounding);
         if self.grounding {
+            numbered_id(action, &conversation.wrote, &mut reviewed);
             drop_lacking(action, &conversation.wrote, &mut reviewed);
         }
         let mut checked = Value::Object(reviewed.params.clone());
