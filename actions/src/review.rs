@@ -364,7 +364,8 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
 enum Named {
     /// `id`, `topic_id`, `postId`.
     Id,
-    /// `username`, `target_username`.
+    /// `username`, `target_username`, and `login` (a username or an e-mail address: as a
+    /// name, the user's username).
     Username,
     /// `filename`, `file_name`.
     FileName,
@@ -379,7 +380,7 @@ impl Named {
             .is_some_and(|w| w == "id")
         {
             Some(Self::Id)
-        } else if name.ends_with("username") {
+        } else if name.ends_with("username") || name == "login" {
             Some(Self::Username)
         } else if name.ends_with("filename") {
             Some(Self::FileName)
@@ -1349,6 +1350,12 @@ paths:
                 "string",
             ),
             ("put", "/backups/{filename}", "mailBackup", "string"),
+            (
+                "post",
+                "/session/{login}/forgot",
+                "sendPasswordResetEmail",
+                "string",
+            ),
         ]);
         let check = |id: &str, params: Value, said: &str| {
             let action = catalog.actions.iter().find(|a| a.operation_id == id);
@@ -1364,6 +1371,10 @@ paths:
             reviewed.repairs,
             [r#"username: "sue" read as "sue_stacks", the one name the user wrote that holds it"#]
         );
+        // A login is a username.
+        let said = "Pete can't get in. Could you send winch_pete a link for a new password?";
+        let reviewed = check("sendPasswordResetEmail", json!({"login": "pete"}), said);
+        assert_eq!(kept_with(&reviewed), json!({"login": "winch_pete"}));
         // A file name and a username each take the code of their kind.
         let said = "Send dana_k the notes, dana_notes.pdf, from the backup";
         let kept = |id: &str, params: Value| Value::Object(check(id, params, said).params);

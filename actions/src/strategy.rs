@@ -147,13 +147,20 @@ impl Asks {
         Self::of_opening(sentences.next()?).or_else(|| sentences.find_map(Self::of_later))
     }
 
-    /// What a sentence after the first asks for: only a change by a verb that always changes
-    /// ("Delete…", "Get rid of…"). Later sentences read less surely than openings ("Tell the
-    /// forum it's done", "Send the file itself, not an email", "Can you fetch it again?"
-    /// each ask for the other kind in the labelled requests).
+    /// What a sentence after the first asks for, once a short lead-in is read past ("Before
+    /// we start, show me…", "First, …"): a change by a verb that always changes ("Delete…",
+    /// "Get rid of…") or by "Bring X into…"; a read by "Show me…". Other verbs read less surely
+    /// later than in an opening ("Tell the forum it's done", "Send the file itself, not an
+    /// email", "Can you fetch it again?" each ask for the other kind in the labelled requests).
     fn of_later(sentence: &str) -> Option<Self> {
-        let (verb, after) = opening_verb(sentence)?;
-        always_changes(&verb, after.as_deref()).then_some(Asks::Change)
+        let (verb, after) = opening_verb(past_lead_in(sentence))?;
+        let after = after.as_deref();
+        match verb.as_str() {
+            verb if always_changes(verb, after) => Some(Asks::Change),
+            "bring" if after != Some("up") => Some(Asks::Change),
+            "show" if matches!(after, Some("me" | "us")) => Some(Asks::Read),
+            _ => None,
+        }
     }
 
     /// What the first sentence asks for by its opening ([`Asks::of`]).
@@ -197,6 +204,27 @@ impl Asks {
         action.needs_confirmation() == (self == Asks::Change)
     }
 }
+
+/// The rest of a sentence past a short lead-in clause of time ("Before we start,"): up to
+/// five words ending with a comma, the first of them one of [`LEAD_INS`].
+fn past_lead_in(sentence: &str) -> &str {
+    let Some((clause, rest)) = sentence.split_once(',') else {
+        return sentence;
+    };
+    let mut words = clause.split_whitespace().map(str::to_lowercase);
+    let leads = words
+        .next()
+        .is_some_and(|first| LEAD_INS.contains(&first.as_str()));
+    if leads && words.count() < 5 {
+        rest.trim_start()
+    } else {
+        sentence
+    }
+}
+
+/// Words that open a short clause of time before an order ("Before we start, …", "First,
+/// …", "Once that's done, …"): [`past_lead_in`].
+const LEAD_INS: [&str; 6] = ["before", "first", "then", "after", "once", "next"];
 
 /// Whether an order opening with `verb` (and `after`, the word after it) changes something
 /// whatever follows: one of [`CHANGING_VERBS`], or "Get rid of…" ("get" alone says neither:
@@ -2965,6 +2993,7 @@ mod tests {
             "I'd like you to find the posts that mention webhooks.",
             "Which users are suspended?",
             "Bring up the list of badges.",
+            "We're designing a badge. Before we start, show me every badge there is.",
         ];
         let changes = [
             "Give post 90412 a like from my account.",
@@ -2977,6 +3006,7 @@ mod tests {
             "Please bring the translators group into topic 40882.",
             "Send an invite to jordan.reyes@example.org.",
             "The Market Stall group has done its job. Get rid of the group itself.",
+            "Thread 3318 is about the raffle. Bring the committee group into it.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
@@ -2985,6 +3015,7 @@ mod tests {
             "Send me our meetups as a calendar file.",
             "I think her account was left signed in.",
             "Post 512907 needs a second look. It might be spam.",
+            "Post 512907 needs a look. Before the meeting on Friday, send me the list.",
             "",
         ];
         let kinds = [
