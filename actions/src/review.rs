@@ -334,14 +334,18 @@ fn number_for_id(messages: &[String], held: &[&Value]) -> Option<(String, &'stat
 }
 
 /// The numbers of [`plain_numbers`] that `text` writes right after a word of letters that
-/// names a thing ("thread 5120", "user 4471"), not after one that comes before a count ("with
+/// names a thing ("thread 5120", "user 4471", "thread, 5120"), not after one that comes before a count ("with
 /// 18 members", "within 24 hours", "the top 10"): a number that names a thing follows its
 /// name, one that counts comes before what it counts.
 fn named_numbers(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let mut named = Vec::new();
     for pair in words.windows(2) {
-        let before = pair[0].to_lowercase().replace('\u{2019}', "'");
+        // "the panto thread, 5120, …": a comma may set the number apart from its name.
+        let before = pair[0]
+            .trim_end_matches(',')
+            .to_lowercase()
+            .replace('\u{2019}', "'");
         let names = before.chars().all(|c| c.is_alphabetic() || c == '\'')
             && !BEFORE_COUNTS.contains(&before.as_str());
         if names {
@@ -1489,10 +1493,15 @@ paths:
         );
         // Unmarked, the one number written after a name for a thing, where no other input
         // holds it.
-        assert_eq!(
-            kept_with(&filled(&["Archive thread 5120, please"], json!({}))),
-            json!({"id": "5120"})
-        );
+        for message in [
+            "Archive thread 5120, please",
+            "Last year's thread, 5120, is done",
+        ] {
+            assert_eq!(
+                kept_with(&filled(&[message], json!({}))),
+                json!({"id": "5120"})
+            );
+        }
         let mut reviewed = Reviewed::default();
         reviewed
             .params
