@@ -482,21 +482,25 @@ impl Named {
     }
 }
 
-/// Where `value` is one word of letters the model joined with `_` or `-` from two or more
-/// words (`fundraising_drive`), which the user did not write as it is, for an input that
-/// names one thing ([`Named`]): what the input takes. `None` otherwise: codes with
-/// digits and single words are read by the other checks.
+/// Where `value` is one word the model joined with `_` or `-` from two or more words
+/// (`fundraising_drive`), which the user did not write as it is, for an input that names one
+/// thing ([`Named`]): what the input takes. For an id, words and the user's number joined count
+/// too (`panto_thread_5120` of "the panto thread, 5120"), unless the user wrote the same code
+/// with other marks (`SUP_4471` of `SUP-4471`). `None` otherwise: other codes with digits
+/// and single words are read by the other checks.
 fn joined_from_words(input: &Input, value: &Value, said: &Words) -> Option<Named> {
+    let named = Named::by(input)?;
     let text = value.as_str()?.trim();
     let parts: Vec<&str> = text.split(['_', '-']).collect();
+    let word = |part: &&str| part.chars().all(char::is_alphabetic);
     let joined = parts.len() >= 2
         && parts
             .iter()
-            .all(|part| !part.is_empty() && part.chars().all(char::is_alphabetic));
-    if !joined || said.lower.contains(&text.to_lowercase()) {
-        return None;
-    }
-    Named::by(input)
+            .all(|part| !part.is_empty() && part.chars().all(char::is_alphanumeric))
+        && (parts.iter().all(word) || (named == Named::Id && parts.iter().any(word)));
+    let written = said.lower.contains(&text.to_lowercase())
+        || said.codes.iter().any(|code| squash(code) == squash(text));
+    (joined && !written).then_some(named)
 }
 
 /// Whether `value` is a string that `input`'s enum does not hold.
@@ -1674,6 +1678,13 @@ paths:
                 "{said}"
             );
         }
+        // For an id, the user's number joined with words is read the same way; their own
+        // code written with other marks is theirs.
+        let said = "Last year's panto thread, 5120, can close, and so can the one of SUP-4471";
+        let reviewed = check_said("closeLater", json!({"id": "panto_thread_5120"}), said);
+        assert_eq!(Value::Object(reviewed.params), json!({"id": "5120"}));
+        let reviewed = check_said("closeLater", json!({"id": "SUP_4471"}), said);
+        assert_eq!(Value::Object(reviewed.params), json!({"id": "SUP_4471"}));
         let reviewed = check(
             "listBadges",
             json!({"username": "volunteer_milestones_dan"}),
