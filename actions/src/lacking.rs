@@ -80,7 +80,7 @@ fn words_of(text: &str) -> Vec<Word> {
 }
 
 /// The words a user may name an input by whose name ends in `head`: the word itself and its
-/// plural, and for ids the words people use for them.
+/// plural, and for ids, sizes and logins the words people use for them.
 fn names_for(head: &str) -> Vec<String> {
     let mut names = vec![head.to_string(), format!("{head}s")];
     match head {
@@ -89,6 +89,8 @@ fn names_for(head: &str) -> Vec<String> {
         }
         "identifier" => names.extend(["id", "number"].map(String::from)),
         "size" => names.extend(["big", "large"].map(String::from)),
+        // A login is a username or an e-mail address.
+        "login" => names.extend(["username", "email", "address"].map(String::from)),
         _ => {}
     }
     names
@@ -308,6 +310,22 @@ paths:
             ),
             ["file_name"]
         );
+    }
+
+    #[test]
+    fn a_login_is_lacked_by_its_username_or_address() {
+        let spec = r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/session/forgot_password": {"post": {
+            "operationId": "sendReset",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["login"], "properties": {"login": {"type": "string"}}}}}}}}}}"#;
+        let reset = Catalog::parse(spec).unwrap().actions.remove(0);
+        for wrote in [
+            "Send Margaret a reset link. I don't have her username or address handy.",
+            "Send Margaret a reset link; I've lost her email.",
+        ] {
+            assert_eq!(lacking(&reset, wrote), ["login"], "{wrote}");
+        }
+        assert!(lacking(&reset, "Send margaret_w a reset link, I don't know why").is_empty());
     }
 
     #[test]
