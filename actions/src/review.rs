@@ -241,18 +241,14 @@ fn whole_codes(action: &Action, said: &Words, out: &mut Reviewed) {
     let cut: Vec<(String, String)> = out
         .params
         .iter()
-        .filter(|(name, _)| {
-            action.input(name).is_some_and(|input| {
-                input.required
-                    && matches!(Named::by(input), Some(Named::Username | Named::FileName))
-            })
-        })
         .filter_map(|(name, value)| {
+            let input = action.input(name).filter(|input| input.required)?;
+            let named = Named::by(input)
+                .filter(|named| matches!(named, Named::Username | Named::FileName))?;
             let word = value.as_str()?.trim();
             if word.chars().count() < 3 || !word.chars().all(char::is_alphanumeric) {
                 return None;
             }
-            let named = Named::by(action.input(name)?)?;
             let code = said.one_code_holding(word, |code| named.fits(code))?;
             let taken = out.params.values().any(|other| {
                 other
@@ -959,40 +955,35 @@ impl Words {
         numbers.all(|other| other == one).then_some(one)
     }
 
-    /// The one name or code the user wrote that shares a part (split at `_`, `-` and `.`)
-    /// of three letters or more with `value` (`drivetime_dan` for `volunteer_milestones_dan`);
-    /// `None` where none or several do.
+    /// The one name or code the user wrote that shares a part ([`code_parts`]) of three
+    /// letters or more with `value` (`drivetime_dan` for `volunteer_milestones_dan`); `None`
+    /// where none or several do.
     pub fn one_code_sharing_a_part(&self, value: &str) -> Option<String> {
-        let parts = |text: &str| -> Vec<String> {
-            text.to_lowercase()
-                .split(['_', '-', '.'])
-                .filter(|part| part.chars().count() >= 3)
-                .map(str::to_string)
-                .collect()
+        let long = |text: &str| -> Vec<String> {
+            let mut parts = code_parts(text);
+            parts.retain(|part| part.chars().count() >= 3);
+            parts
         };
-        let mine = parts(value);
-        let mut sharing = self
-            .codes
-            .iter()
-            .filter(|code| parts(code).iter().any(|part| mine.contains(part)));
-        let one = sharing.next()?;
-        sharing
-            .all(|other| other.eq_ignore_ascii_case(one))
-            .then(|| one.clone())
+        let mine = long(value);
+        self.one_code(|code| long(code).iter().any(|part| mine.contains(part)))
     }
 
     /// The one name or code the user wrote, of those that `fits` accepts, that has `word`
-    /// as one of its parts (split at `_`, `-` and `.`) and is more than it (`sue_stacks` for
-    /// `sue`); `None` where none or several do.
+    /// as one of its parts ([`code_parts`]) and is more than it (`sue_stacks` for `sue`);
+    /// `None` where none or several do.
     pub fn one_code_holding(&self, word: &str, fits: impl Fn(&str) -> bool) -> Option<String> {
         let word = word.to_lowercase();
-        let mut holding = self.codes.iter().filter(|code| {
-            let lower = code.to_lowercase();
-            lower != word && fits(code) && lower.split(['_', '-', '.']).any(|part| part == word)
-        });
-        let one = holding.next()?;
-        holding
-            .all(|other| other.eq_ignore_ascii_case(one))
+        self.one_code(|code| {
+            code.to_lowercase() != word && fits(code) && code_parts(code).contains(&word)
+        })
+    }
+
+    /// The one name or code the user wrote (up to case) that `keep` accepts; `None` where
+    /// none or several do.
+    fn one_code(&self, keep: impl Fn(&str) -> bool) -> Option<String> {
+        let mut kept = self.codes.iter().filter(|code| keep(code));
+        let one = kept.next()?;
+        kept.all(|other| other.eq_ignore_ascii_case(one))
             .then(|| one.clone())
     }
 
@@ -1119,6 +1110,15 @@ fn without_wishes(mut words: Vec<String>) -> Vec<String> {
 pub(crate) fn bare_words(text: &str) -> impl Iterator<Item = &str> {
     text.split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+}
+
+/// The parts of a name or code, lower case, split at `_`, `-` and `.` (`sue`, `stacks` of
+/// `sue_stacks`).
+fn code_parts(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(['_', '-', '.'])
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether `text` reads as one e-mail address: a name, `@`, and a domain with a dot (not a
@@ -1423,8 +1423,7 @@ paths:
             ),
         ]);
         let check = |id: &str, params: Value, said: &str| {
-            let action = catalog.actions.iter().find(|a| a.operation_id == id);
-            review(action.unwrap(), &params, said, true)
+            review(catalog.get(id).unwrap(), &params, said, true)
         };
         let said = "Sue changed her picture, but her account, sue_stacks, still shows the old one";
         let reviewed = check("refreshGravatar", json!({"username": "sue"}), said);
@@ -1471,11 +1470,7 @@ paths:
             ("put", "/groups/{id}", "updateGroup", "integer"),
             ("put", "/backups/{filename}", "mailBackup", "string"),
         ]);
-        let group = catalog
-            .actions
-            .iter()
-            .find(|a| a.operation_id == "updateGroup")
-            .unwrap();
+        let group = catalog.get("updateGroup").unwrap();
         let filled = |messages: &[&str], params: Value| {
             let messages: Vec<String> = messages.iter().map(|m| m.to_string()).collect();
             let mut reviewed = review(group, &params, &messages.join("\n"), true);
@@ -1531,11 +1526,7 @@ paths:
             assert_eq!(kept_with(&filled(messages, params)), kept);
         }
         // An action with no id to fill takes nothing.
-        let backup = catalog
-            .actions
-            .iter()
-            .find(|a| a.operation_id == "mailBackup")
-            .unwrap();
+        let backup = catalog.get("mailBackup").unwrap();
         let mut reviewed = review(backup, &json!({}), "Mail backup number 4", true);
         numbered_id(backup, &["Mail backup number 4".into()], &mut reviewed);
         assert!(reviewed.params.is_empty());
@@ -1590,8 +1581,7 @@ paths:
                     mail me last night's backup or backup forum-2025-03-14.tar.gz, and show \
                     Dana Linden's profile and user 4471's";
         let check = |id: &str, params: Value, grounded: bool| {
-            let action = catalog.actions.iter().find(|a| a.operation_id == id);
-            review(action.unwrap(), &params, said, grounded)
+            review(catalog.get(id).unwrap(), &params, said, grounded)
         };
         let kept = |id: &str, params: Value| Value::Object(check(id, params, true).params);
         let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), true);
@@ -1652,8 +1642,7 @@ paths:
                     air. The phone bank thread for the fundraising drive should close on \
                     Friday; the section is late-night-jazz.";
         let check_said = |id: &str, params: Value, said: &str| {
-            let action = catalog.actions.iter().find(|a| a.operation_id == id);
-            review(action.unwrap(), &params, said, true)
+            review(catalog.get(id).unwrap(), &params, said, true)
         };
         let check = |id: &str, params: Value| check_said(id, params, said);
         let reviewed = check("closeLater", json!({"id": "fundraising_drive"}));
