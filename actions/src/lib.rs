@@ -47,6 +47,7 @@ mod action;
 mod error;
 mod examples;
 mod exec;
+mod kinds;
 #[cfg(test)]
 mod labelled;
 mod lacking;

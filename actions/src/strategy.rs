@@ -42,6 +42,7 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
+use crate::kinds::one_named;
 use crate::lacking::drop_lacking;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{numbered_id, review, squash, unmentioned_parents};
@@ -1347,6 +1348,18 @@ impl Actions {
             .filter(|k| !held || fitting.contains(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
+        // A list picked for a request that names one thing of its kind ("the Methods tag
+        // group") gives way to the best listed read of one such thing.
+        let ones = one_named(
+            request,
+            lines[shortlist[best]].1,
+            shortlist.iter().map(|&i| lines[i].1),
+        );
+        let one = (0..n)
+            .filter(|&k| ones.iter().any(|a| std::ptr::eq(*a, lines[shortlist[k]].1)))
+            .max_by(|&i, &j| total[i].total_cmp(&total[j]));
+        let one_for = one.map(|_| lines[shortlist[best]].0.clone());
+        let best = one.unwrap_or(best);
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
         let none_listed = listed[n] > best_listed + NONE_MARGIN;
         let picked = (!none_listed).then(|| lines[shortlist[best]].0.clone());
@@ -1378,6 +1391,11 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
+            .chain(one_for.map(|list| {
+                format!(
+                    "names one thing that {list} lists: picked among the operations that read one"
+                )
+            }))
             .chain(held.then(|| {
                 match asks {
                     Some(Asks::Change) => {
