@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::action::{Action, Type};
-use crate::review::{identifier_tokens, Reviewed};
+use crate::review::{identifier_tokens, token, value_words, Reviewed};
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
 const LACK: [&str; 6] = [
@@ -37,6 +37,9 @@ const HAVING: [&str; 18] = [
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
 /// know the topic's number, but the post is 88").
 const CLAUSE_ENDS: [&str; 7] = ["but", "and", "though", "although", "so", "because", "which"];
+
+/// Words that join the choices of a list ("gold, silver or bronze").
+const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
 /// How many words after a lack it may name the input by.
 const REACH: usize = 8;
@@ -162,11 +165,53 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
             [one] => Some(one.0),
             _ => None,
         };
+        let chosen = chosen.or_else(|| {
+            named
+                .is_empty()
+                .then(|| listed_choices(action, &inputs, &words[at + 1..]))
+                .flatten()
+        });
         if let Some(name) = chosen.filter(|name| !out.iter().any(|seen| seen == name)) {
             out.push(name.to_string());
         }
     }
     out
+}
+
+/// The one input of `inputs` (of `action`) whose values the words `after` a lack list as
+/// choices still open ("hasn't settled on gold, silver or bronze yet", "between gold, silver
+/// and bronze"): two or more of its value words ([`value_words`]) joined by commas or
+/// [`LIST_JOINS`], the first within [`REACH`] words and before a word that ends the clause.
+fn listed_choices<'a>(
+    action: &Action,
+    inputs: &[(&'a str, Vec<String>)],
+    after: &[Word],
+) -> Option<&'a str> {
+    let opening: Vec<&Word> = after
+        .iter()
+        .take(REACH)
+        .take_while(|w| !CLAUSE_ENDS.contains(&w.text.as_str()))
+        .collect();
+    let listing = inputs.iter().filter(|(name, _)| {
+        let values = value_words(action, name);
+        let is_value = |w: &Word| values.contains(&token(&w.text));
+        let Some(first) = opening.iter().position(|w| is_value(w)) else {
+            return false;
+        };
+        let mut listed: Vec<String> = after[first..]
+            .iter()
+            .take_while(|w| is_value(w) || LIST_JOINS.contains(&w.text.as_str()))
+            .filter(|w| is_value(w))
+            .map(|w| token(&w.text))
+            .collect();
+        listed.sort_unstable();
+        listed.dedup();
+        listed.len() >= 2
+    });
+    match listing.collect::<Vec<_>>().as_slice() {
+        [(name, _)] => Some(name),
+        _ => None,
+    }
 }
 
 /// Drops from `reviewed` each value of an input the user said they do not have
@@ -275,7 +320,41 @@ paths:
               properties:
                 post_action_type_id: {type: integer}
       responses: {"200": {description: ok}}
+  /admin/badges.json:
+    post:
+      operationId: createBadge
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [name, badge_type_id]
+              properties:
+                name: {type: string}
+                badge_type_id: {type: integer, description: "1 for Gold, 2 for Silver, 3 for Bronze."}
+      responses: {"200": {description: ok}}
 "#;
+
+    #[test]
+    fn a_lack_listing_the_values_of_an_input_names_it() {
+        let badge = action(SPEC, "createBadge");
+        for wrote in [
+            "Make a badge called Shed Hero. We haven't agreed yet whether it's gold, silver or bronze.",
+            "Make a badge called First Outing. The committee hasn't decided between gold, silver and bronze.",
+            "Set up a badge called Graduate; we haven't settled on gold or bronze yet.",
+        ] {
+            assert_eq!(lacking(&badge, wrote), ["badge_type_id"], "{wrote}");
+        }
+        for wrote in [
+            // One value is no list of choices.
+            "Make a gold badge called Shed Hero; I'm not sure gold is right, but go ahead.",
+            "Make it a bronze badge called Shed Hero. I don't know if silver would be better.",
+            // Choices far past the lack are another matter.
+            "I don't know who will earn it first, but make a badge called Shed Hero, gold, silver or bronze.",
+        ] {
+            assert!(lacking(&badge, wrote).is_empty(), "{wrote}");
+        }
+    }
 
     #[test]
     fn what_the_user_says_they_lack_is_read_by_the_words_for_it() {

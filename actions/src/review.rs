@@ -654,6 +654,32 @@ fn stated_numbers(description: &Words) -> impl Iterator<Item = (&str, Vec<&str>)
     })
 }
 
+/// The words for the values `action`'s input `name` takes, as [`tokens`] writes them: its
+/// one-word enum values and the first word its description states each number for (`gold`,
+/// `silver`, `bronze` of "1 for Gold, 2 for Silver, 3 for Bronze").
+pub(crate) fn value_words(action: &Action, name: &str) -> Vec<String> {
+    let Some(input) = action.input(name) else {
+        return Vec::new();
+    };
+    let enumerated = input
+        .enum_values
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|value| value.chars().all(char::is_alphabetic))
+        .map(token);
+    let stated: Vec<String> = description_of(action, name)
+        .map(|description| {
+            stated_numbers(&description)
+                .filter_map(|(_, words)| words.first().map(|w| w.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out: Vec<String> = enumerated.chain(stated).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The one number the description of `action`'s input `name` states for a word the user
 /// wrote (3 of "3 for Bronze" for "a bronze badge"); `None` where they wrote the word of no
 /// stated number, or of several.
@@ -1145,14 +1171,17 @@ fn is_code(word: &str) -> bool {
 fn tokens(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| {
-            let w = w.to_lowercase();
-            match w.strip_suffix('s') {
-                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
-                _ => w,
-            }
-        })
+        .map(token)
         .collect()
+}
+
+/// One word as [`tokens`] writes it: lower case, a plural `s` dropped.
+pub(crate) fn token(word: &str) -> String {
+    let word = word.to_lowercase();
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+        _ => word,
+    }
 }
 
 /// [`tokens`] of a name split at its camelCase and snake_case joins (`yourUploadId` → `your`,
