@@ -142,10 +142,14 @@ impl Asks {
     ///
     /// A request whose first sentence says neither (it sets out the situation: "The Market
     /// Stall group has done its job.") is read by the first sentence after it that says one
-    /// ("Get rid of the group itself.").
+    /// ("Get rid of the group itself."), and so is a first sentence that opens with a lead-in
+    /// clause of time ("Before anyone adds a badge, show me every badge we have").
     fn of(request: &str) -> Option<Self> {
         let mut sentences = sentences(request);
-        Self::of_opening(sentences.next()?).or_else(|| sentences.find_map(Self::of_later))
+        let first = sentences.next()?;
+        Self::of_opening(first)
+            .or_else(|| Self::of_later(first))
+            .or_else(|| sentences.find_map(Self::of_later))
     }
 
     /// What a sentence after the first asks for, once a short lead-in is read past ("Before
@@ -206,8 +210,9 @@ impl Asks {
     }
 }
 
-/// The rest of a sentence past a short lead-in clause of time ("Before we start,"): up to
-/// five words ending with a comma, the first of them one of [`LEAD_INS`].
+/// The rest of a sentence past a lead-in clause of time ("Before we start,", "Before anyone
+/// adds a badge for the outing,"): up to [`LEAD_IN_WORDS`] words and one more ending with a
+/// comma, the first of them one of [`LEAD_INS`].
 fn past_lead_in(sentence: &str) -> &str {
     let Some((clause, rest)) = sentence.split_once(',') else {
         return sentence;
@@ -216,12 +221,15 @@ fn past_lead_in(sentence: &str) -> &str {
     let leads = words
         .next()
         .is_some_and(|first| LEAD_INS.contains(&first.as_str()));
-    if leads && words.count() < 5 {
+    if leads && words.count() < LEAD_IN_WORDS {
         rest.trim_start()
     } else {
         sentence
     }
 }
+
+/// The most words after the first of a lead-in clause ([`past_lead_in`]).
+const LEAD_IN_WORDS: usize = 12;
 
 /// Words that open a short clause of time before an order ("Before we start, …", "First,
 /// …", "Once that's done, …"): [`past_lead_in`].
@@ -3012,6 +3020,7 @@ mod tests {
             "Which users are suspended?",
             "Bring up the list of badges.",
             "We're designing a badge. Before we start, show me every badge there is.",
+            "Before anyone adds a badge for the spring rapid-play, show me every badge we have.",
         ];
         let changes = [
             "Give post 90412 a like from my account.",
@@ -3025,6 +3034,7 @@ mod tests {
             "Send an invite to jordan.reyes@example.org.",
             "The Market Stall group has done its job. Get rid of the group itself.",
             "Thread 3318 is about the raffle. Bring the committee group into it.",
+            "Once the season has ended and the results are in, delete the fixtures thread.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
