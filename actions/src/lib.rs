@@ -52,6 +52,7 @@ mod kinds;
 mod labelled;
 mod lacking;
 mod negated;
+mod opposed;
 mod record;
 mod review;
 mod schema;

@@ -44,6 +44,7 @@ use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::kinds::one_named;
 use crate::lacking::drop_lacking;
+use crate::opposed::opposes;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{numbered_id, review, squash, unmentioned_parents};
 use crate::spec::Catalog;
@@ -277,6 +278,14 @@ fn opening_verb(sentence: &str) -> Option<(String, Option<String>)> {
     let verb = words.get(at)?.to_string();
     let after = words.get(at + 1).map(|word| word.to_string());
     Some((verb, after))
+}
+
+/// The verb a request's first sentence opens with, past a lead-in of time, and the word after
+/// it ([`opening_verb`]).
+pub(crate) fn order_verb(request: &str) -> Option<(String, Option<String>)> {
+    sentences(request)
+        .next()
+        .and_then(|first| opening_verb(past_lead_in(first)))
 }
 
 /// The sentences of `text`, each with the mark that ends it: a `.`, `?` or `!` ends one
@@ -1352,8 +1361,23 @@ impl Actions {
             None => Vec::new(),
         };
         let held = !fitting.is_empty() && fitting.len() < n;
-        let best = (0..n)
-            .filter(|k| !held || fitting.contains(k))
+        let allowed: Vec<usize> = (0..n).filter(|k| !held || fitting.contains(k)).collect();
+        // An order asking for the opposite of what an operation does ("Stop the upload" and
+        // `Complete multipart upload`) does not pick it, where another is allowed.
+        let order = order_verb(request);
+        let opposed: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&k| {
+                order.as_ref().is_some_and(|(verb, after)| {
+                    opposes(verb, after.as_deref(), lines[shortlist[k]].1)
+                })
+            })
+            .collect();
+        let best = allowed
+            .iter()
+            .copied()
+            .filter(|k| opposed.len() == allowed.len() || !opposed.contains(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
         // A list picked for a request that names one thing of its kind ("the Methods tag
@@ -1399,6 +1423,19 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
+            .chain(
+                (!opposed.is_empty() && opposed.len() < allowed.len()).then(|| {
+                    let ids: Vec<&str> = opposed
+                        .iter()
+                        .map(|&k| lines[shortlist[k]].0.as_str())
+                        .collect();
+                    format!(
+                        "an order to {}: not {}, which does the opposite",
+                        order.as_ref().map_or("", |(verb, _)| verb.as_str()),
+                        ids.join(", ")
+                    )
+                }),
+            )
             .chain(one_for.map(|list| {
                 format!(
                     "names one thing that {list} lists: picked among the operations that read one"
