@@ -27,11 +27,12 @@ const NOT: [&str; 12] = [
     "hasnt", "wont",
 ];
 
-/// Words of having, knowing or having settled on a value, lacked when a word of [`NOT`]
+/// Words of having, knowing, having noted or having settled on a value, lacked when a word of [`NOT`]
 /// stands at most two words before ("haven't decided on the new name yet").
-const HAVING: [&str; 18] = [
+const HAVING: [&str; 27] = [
     "have", "know", "remember", "recall", "sure", "tell", "find", "say", "got", "idea", "given",
-    "sent", "hand", "decided", "settled", "agreed", "chosen", "picked",
+    "sent", "hand", "decided", "settled", "agreed", "chosen", "picked", "note", "noted",
+    "jotted", "recorded", "kept", "saved", "write", "wrote", "written",
 ];
 
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
@@ -364,6 +365,8 @@ paths:
             "Get rid of the old wind group; I've lost its ID.",
             "Delete the wind group, I have no idea of its number",
             "Delete the wind group. We haven't agreed on its number yet.",
+            "Delete the wind group, though I didn't note its number.",
+            "Delete the wind group; I never wrote down its ID.",
         ] {
             assert_eq!(lacking(&delete, wrote), ["id"], "{wrote}");
         }
