@@ -31,8 +31,8 @@ const NOT: [&str; 12] = [
 /// stands at most two words before ("haven't decided on the new name yet").
 const HAVING: [&str; 27] = [
     "have", "know", "remember", "recall", "sure", "tell", "find", "say", "got", "idea", "given",
-    "sent", "hand", "decided", "settled", "agreed", "chosen", "picked", "note", "noted",
-    "jotted", "recorded", "kept", "saved", "write", "wrote", "written",
+    "sent", "hand", "decided", "settled", "agreed", "chosen", "picked", "note", "noted", "jotted",
+    "recorded", "kept", "saved", "write", "wrote", "written",
 ];
 
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
