@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::action::{Action, Type};
-use crate::review::{identifier_tokens, token, value_words, Reviewed};
+use crate::review::{identifier_tokens, squash, token, value_words, Reviewed};
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
 const LACK: [&str; 6] = [
@@ -38,6 +38,10 @@ const HAVING: [&str; 27] = [
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
 /// know the topic's number, but the post is 88").
 const CLAUSE_ENDS: [&str; 7] = ["but", "and", "though", "although", "so", "because", "which"];
+
+/// Plural words for ids, which name an input that takes a list of them ("I didn't note their
+/// numbers": `post_ids[]`, not the thread's `id`).
+const PLURAL_NAMES: [&str; 3] = ["numbers", "ids", "identifiers"];
 
 /// Words that join the choices of a list ("gold, silver or bronze").
 const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
@@ -157,13 +161,24 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
                 .count()
         };
         let most = named.iter().map(|(_, t)| in_clause(t)).max().unwrap_or(0);
-        let chosen = match named
+        let mut best: Vec<&str> = named
             .iter()
             .filter(|(_, t)| in_clause(t) == most)
-            .collect::<Vec<_>>()
-            .as_slice()
-        {
-            [one] => Some(one.0),
+            .map(|(name, _)| *name)
+            .collect();
+        // Of those, a plural ("their numbers") names the one that takes a list: an array,
+        // or an input named as one (`post_ids[]`, `ids`).
+        if best.len() > 1 && PLURAL_NAMES.iter().any(|name| has(name)) {
+            best.retain(|name| {
+                name.ends_with("[]")
+                    || name.ends_with('s')
+                    || action
+                        .input(name)
+                        .is_some_and(|input| matches!(input.ty, Type::Array(_)))
+            });
+        }
+        let chosen = match best.as_slice() {
+            [one] => Some(*one),
             _ => None,
         };
         let chosen = chosen.or_else(|| {
@@ -225,9 +240,16 @@ fn listed_choices<'a>(
 pub(crate) fn drop_lacking(action: &Action, messages: &[String], reviewed: &mut Reviewed) {
     for (at, message) in messages.iter().enumerate() {
         for name in lacking(action, message) {
-            let Some(value) = reviewed.params.get(&name) else {
+            // The model's key, written as the input's name or loosely (`post_ids` for
+            // `post_ids[]`), as the validator reads it.
+            let Some((key, value)) = reviewed
+                .params
+                .iter()
+                .find(|(key, _)| squash(key) == squash(&name))
+            else {
                 continue;
             };
+            let key = key.clone();
             let text = match value {
                 Value::String(text) => text.to_lowercase(),
                 other => other.to_string().to_lowercase(),
@@ -241,9 +263,9 @@ pub(crate) fn drop_lacking(action: &Action, messages: &[String], reviewed: &mut 
                 continue;
             }
             reviewed.repairs.push(format!(
-                "{name}: dropped {value}: the user said they do not have it"
+                "{key}: dropped {value}: the user said they do not have it"
             ));
-            reviewed.params.remove(&name);
+            reviewed.params.remove(&key);
         }
     }
 }
@@ -320,6 +342,13 @@ paths:
               required: [post_action_type_id]
               properties:
                 post_action_type_id: {type: integer}
+      responses: {"200": {description: ok}}
+  /t/{id}/posts.json:
+    get:
+      operationId: somePosts
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+        - {name: "post_ids[]", in: query, required: true, schema: {type: integer}}
       responses: {"200": {description: ok}}
   /admin/badges.json:
     post:
@@ -459,6 +488,12 @@ paths:
         drop_lacking(&delete, &[wrote.into(), "It is 57.".into()], &mut given);
         assert_eq!(given.params["id"], 57);
         assert!(given.repairs.is_empty());
+        // The model's key written loosely (`post_ids` for `post_ids[]`) is the input's.
+        let posts = action(SPEC, "somePosts");
+        let wrote = "In thread 8615 fetch just the posts with Friday's scores; I didn't note their numbers.";
+        let mut loose = reviewed(json!({"id": 8615, "post_ids": ["Friday's scores"]}));
+        drop_lacking(&posts, &[wrote.into()], &mut loose);
+        assert_eq!(loose.params, *json!({"id": 8615}).as_object().unwrap());
     }
 }
 
