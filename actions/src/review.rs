@@ -351,12 +351,13 @@ fn named_numbers(text: &str) -> Vec<String> {
     named
 }
 
-/// Words that come before a number that counts or measures, rather than names, a thing.
-const BEFORE_COUNTS: [&str; 37] = [
+/// Words that come before a number that counts or measures, rather than names, a thing ("an
+/// age": "turned 12", "aged 9").
+const BEFORE_COUNTS: [&str; 41] = [
     "a", "an", "the", "to", "of", "in", "on", "at", "by", "for", "from", "with", "within", "after",
     "before", "since", "than", "over", "under", "about", "around", "and", "or", "top", "first",
     "last", "next", "every", "each", "only", "just", "me", "us", "nearly", "almost", "barely",
-    "some",
+    "some", "turned", "turning", "aged", "age",
 ];
 
 /// The numbers `text` holds as words of their own, years (1900 to 2099) left out: "the 2019
