@@ -155,7 +155,8 @@ impl Asks {
 
     /// What a sentence after the first asks for, once a short lead-in is read past ("Before
     /// we start, show me…", "First, …"): a change by a verb that always changes ("Delete…",
-    /// "Get rid of…") or by "Bring X into…"; a read by "Show me…". Other verbs read less surely
+    /// "Get rid of…", "Take down…"), by "Bring X into…" or by "Give it a like…"; a read by
+    /// "Show me…". Other verbs read less surely
     /// later than in an opening ("Tell the forum it's done", "Send the file itself, not an
     /// email", "Can you fetch it again?" each ask for the other kind in the labelled requests).
     fn of_later(sentence: &str) -> Option<Self> {
@@ -164,6 +165,8 @@ impl Asks {
         match verb.as_str() {
             verb if always_changes(verb, after) => Some(Asks::Change),
             "bring" if after != Some("up") => Some(Asks::Change),
+            // "Give it a like from me"; "Give me the list" reads.
+            "give" if !matches!(after, Some("me" | "us")) => Some(Asks::Change),
             "show" if matches!(after, Some("me" | "us")) => Some(Asks::Read),
             _ => None,
         }
@@ -237,10 +240,12 @@ const LEAD_IN_WORDS: usize = 12;
 const LEAD_INS: [&str; 6] = ["before", "first", "then", "after", "once", "next"];
 
 /// Whether an order opening with `verb` (and `after`, the word after it) changes something
-/// whatever follows: one of [`CHANGING_VERBS`], or "Get rid of…" ("get" alone says neither:
-/// "Get me the list", "Get her a badge").
+/// whatever follows: one of [`CHANGING_VERBS`], "Get rid of…" or "Take down…" ("get" and
+/// "take" alone say neither: "Get me the list", "Get her a badge", "Take a look").
 fn always_changes(verb: &str, after: Option<&str>) -> bool {
-    CHANGING_VERBS.contains(&verb) || (verb == "get" && after == Some("rid"))
+    CHANGING_VERBS.contains(&verb)
+        || (verb == "get" && after == Some("rid"))
+        || (verb == "take" && after == Some("down"))
 }
 
 /// The verb a sentence opens with and the word after it, lower case, once polite openings
@@ -327,7 +332,7 @@ const READING_VERBS: [&str; 10] = [
 /// as often as nouns or in another sense ("post", "like", "flag", "take a look", "bring up",
 /// "send me") are not among them; "give", "pull", "bring", "send" and "post" are told by the
 /// word after them.
-const CHANGING_VERBS: [&str; 58] = [
+const CHANGING_VERBS: [&str; 59] = [
     "set",
     "rename",
     "add",
@@ -386,6 +391,7 @@ const CHANGING_VERBS: [&str; 58] = [
     "stop",
     "stick",
     "put",
+    "scrap",
 ];
 
 /// Words that open a question for information on their own ([`opens_with_a_question`]).
@@ -3072,6 +3078,9 @@ mod tests {
             "The Market Stall group has done its job. Get rid of the group itself.",
             "Thread 3318 is about the raffle. Bring the committee group into it.",
             "Once the season has ended and the results are in, delete the fixtures thread.",
+            "Alfie scored his first fifty in post 41205. Give it a like from me.",
+            "Someone posted a jibe at the umpire. Take down just that one reply, post 30418.",
+            "Thread 6044 duplicates the nets rota. Scrap it altogether.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
