@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::action::{Action, Type};
-use crate::review::{identifier_tokens, squash, token, value_words, Reviewed};
+use crate::review::{identifier_tokens, same_word, squash, token, value_words, Reviewed};
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
 const LACK: [&str; 6] = [
@@ -29,10 +29,10 @@ const NOT: [&str; 12] = [
 
 /// Words of having, knowing, having noted or having settled on a value, lacked when a word of [`NOT`]
 /// stands at most two words before ("haven't decided on the new name yet").
-const HAVING: [&str; 27] = [
+const HAVING: [&str; 29] = [
     "have", "know", "remember", "recall", "sure", "tell", "find", "say", "got", "idea", "given",
     "sent", "hand", "decided", "settled", "agreed", "chosen", "picked", "note", "noted", "jotted",
-    "recorded", "kept", "saved", "write", "wrote", "written",
+    "recorded", "kept", "saved", "write", "wrote", "written", "made", "said",
 ];
 
 /// Words that end the clause a lack is about: what comes after is another matter ("I don't
@@ -46,6 +46,9 @@ const PLURAL_NAMES: [&str; 3] = ["numbers", "ids", "identifiers"];
 /// Words that join the choices of a list ("gold, silver or bronze").
 const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
+/// How many words after "whether" a lacked yes or no is named in ([`undecided_switch`]).
+const WHETHER_REACH: usize = 10;
+
 /// How many words after a lack it may name the input by.
 const REACH: usize = 8;
 
@@ -54,6 +57,8 @@ const REACH: usize = 8;
 struct Word {
     text: String,
     clause_ends: bool,
+    /// Whether a `.`, `!` or `?` follows it.
+    sentence_ends: bool,
 }
 
 fn words_of(text: &str) -> Vec<Word> {
@@ -69,11 +74,13 @@ fn words_of(text: &str) -> Vec<Word> {
                 out.push(Word {
                     text: std::mem::take(&mut word),
                     clause_ends: false,
+                    sentence_ends: false,
                 });
             }
             if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')') {
                 if let Some(last) = out.last_mut() {
                     last.clause_ends = true;
+                    last.sentence_ends |= matches!(c, '.' | '!' | '?');
                 }
             }
         }
@@ -82,6 +89,7 @@ fn words_of(text: &str) -> Vec<Word> {
         out.push(Word {
             text: word,
             clause_ends: true,
+            sentence_ends: true,
         });
     }
     out
@@ -141,6 +149,13 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
             }
         }
         if clause.is_empty() {
+            // "…, the tech lead still hasn't said.": nothing follows but a whether clause
+            // before it may name what is lacked.
+            if let Some(name) = undecided_switch(action, &words, at) {
+                if !out.iter().any(|seen| seen == name) {
+                    out.push(name.to_string());
+                }
+            }
             continue;
         }
         let has = |name: &str| clause.iter().any(|w| w.text == name);
@@ -184,7 +199,10 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
         let chosen = chosen.or_else(|| {
             named
                 .is_empty()
-                .then(|| listed_choices(action, &inputs, &words[at + 1..]))
+                .then(|| {
+                    listed_choices(action, &inputs, &words[at + 1..])
+                        .or_else(|| undecided_switch(action, &words, at))
+                })
                 .flatten()
         });
         if let Some(name) = chosen.filter(|name| !out.iter().any(|seen| seen == name)) {
@@ -226,6 +244,39 @@ fn listed_choices<'a>(
     });
     match listing.collect::<Vec<_>>().as_slice() {
         [(name, _)] => Some(name),
+        _ => None,
+    }
+}
+
+/// The one yes-or-no input of `action` that a "whether" clause in the sentence of the lack at
+/// `at` names by a form of the last word of its name: "I haven't made up my mind whether it
+/// should include the uploaded photos", "Whether the uploaded photos go in too, the tech lead
+/// hasn't said" (`with_uploads`).
+fn undecided_switch<'a>(action: &'a Action, words: &[Word], at: usize) -> Option<&'a str> {
+    let start = words[..at]
+        .iter()
+        .rposition(|w| w.sentence_ends)
+        .map_or(0, |end| end + 1);
+    let end = words[at..]
+        .iter()
+        .position(|w| w.sentence_ends)
+        .map_or(words.len(), |end| at + end + 1);
+    let sentence = &words[start..end];
+    let whether = sentence.iter().position(|w| w.text == "whether")?;
+    let asked: Vec<&Word> = sentence[whether + 1..].iter().take(WHETHER_REACH).collect();
+    let switches: Vec<&str> = action
+        .inputs
+        .iter()
+        .filter(|input| input.ty == Type::Boolean && !input.is_credential())
+        .filter(|input| {
+            identifier_tokens(&input.name)
+                .last()
+                .is_some_and(|head| asked.iter().any(|w| same_word(head, &token(&w.text))))
+        })
+        .map(|input| input.name.as_str())
+        .collect();
+    match switches.as_slice() {
+        [one] => Some(one),
         _ => None,
     }
 }
@@ -350,6 +401,18 @@ paths:
         - {name: id, in: path, required: true, schema: {type: integer}}
         - {name: "post_ids[]", in: query, required: true, schema: {type: integer}}
       responses: {"200": {description: ok}}
+  /admin/backups.json:
+    post:
+      operationId: backUp
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [with_uploads]
+              properties:
+                with_uploads: {type: boolean}
+      responses: {"200": {description: ok}}
   /admin/badges.json:
     post:
       operationId: createBadge
@@ -364,6 +427,25 @@ paths:
                 badge_type_id: {type: integer, description: "1 for Gold, 2 for Silver, 3 for Bronze."}
       responses: {"200": {description: ok}}
 "#;
+
+    #[test]
+    fn a_yes_or_no_left_open_by_whether_is_lacked() {
+        let backup = action(SPEC, "backUp");
+        for wrote in [
+            "Take a fresh backup. I haven't made up my mind whether it should include all the uploaded photos.",
+            "Take a backup first. Whether the uploaded jingles go in too, the tech lead still hasn't said.",
+        ] {
+            assert_eq!(lacking(&backup, wrote), ["with_uploads"], "{wrote}");
+        }
+        for wrote in [
+            // Said and settled.
+            "Take a backup with the uploaded photos. I don't know whether it will be quick.",
+            // The whether clause is in another sentence.
+            "Check whether the uploads are big. I haven't said anything to the committee.",
+        ] {
+            assert!(lacking(&backup, wrote).is_empty(), "{wrote}");
+        }
+    }
 
     #[test]
     fn a_lack_listing_the_values_of_an_input_names_it() {

@@ -1197,7 +1197,7 @@ pub(crate) fn identifier_tokens(name: &str) -> Vec<String> {
 /// `local`/`localizations` are two words, and so are `password`/`password123`); a word of
 /// three letters only with a regular ending
 /// (`pin`/`pinned`, `ban`/`banning`, `tag`/`tags`).
-fn same_word(a: &str, b: &str) -> bool {
+pub(crate) fn same_word(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
