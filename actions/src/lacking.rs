@@ -343,6 +343,20 @@ mod tests {
             .unwrap()
     }
 
+    /// Asserts that each of `wrote` lacks `name` alone.
+    fn lacks(action: &Action, name: &str, wrote: &[&str]) {
+        for wrote in wrote {
+            assert_eq!(lacking(action, wrote), [name], "{wrote}");
+        }
+    }
+
+    /// Asserts that none of `wrote` lacks anything.
+    fn lacks_nothing(action: &Action, wrote: &[&str]) {
+        for wrote in wrote {
+            assert!(lacking(action, wrote).is_empty(), "{wrote}");
+        }
+    }
+
     const SPEC: &str = r#"
 openapi: 3.0.0
 info: {title: Forum, version: "1"}
@@ -431,63 +445,72 @@ paths:
     #[test]
     fn a_yes_or_no_left_open_by_whether_is_lacked() {
         let backup = action(SPEC, "backUp");
-        for wrote in [
-            "Take a fresh backup. I haven't made up my mind whether it should include all the uploaded photos.",
-            "Take a backup first. Whether the uploaded jingles go in too, the tech lead still hasn't said.",
-        ] {
-            assert_eq!(lacking(&backup, wrote), ["with_uploads"], "{wrote}");
-        }
-        for wrote in [
-            // Said and settled.
-            "Take a backup with the uploaded photos. I don't know whether it will be quick.",
-            // The whether clause is in another sentence.
-            "Check whether the uploads are big. I haven't said anything to the committee.",
-        ] {
-            assert!(lacking(&backup, wrote).is_empty(), "{wrote}");
-        }
+        lacks(
+            &backup,
+            "with_uploads",
+            &[
+                "Take a fresh backup. I haven't made up my mind whether it should include all the uploaded photos.",
+                "Take a backup first. Whether the uploaded jingles go in too, the tech lead still hasn't said.",
+            ],
+        );
+        lacks_nothing(
+            &backup,
+            &[
+                // Said and settled.
+                "Take a backup with the uploaded photos. I don't know whether it will be quick.",
+                // The whether clause is in another sentence.
+                "Check whether the uploads are big. I haven't said anything to the committee.",
+            ],
+        );
     }
 
     #[test]
     fn a_lack_listing_the_values_of_an_input_names_it() {
         let badge = action(SPEC, "createBadge");
-        for wrote in [
-            "Make a badge called Shed Hero. We haven't agreed yet whether it's gold, silver or bronze.",
-            "Make a badge called First Outing. The committee hasn't decided between gold, silver and bronze.",
-            "Set up a badge called Graduate; we haven't settled on gold or bronze yet.",
-        ] {
-            assert_eq!(lacking(&badge, wrote), ["badge_type_id"], "{wrote}");
-        }
-        for wrote in [
-            // One value is no list of choices.
-            "Make a gold badge called Shed Hero; I'm not sure gold is right, but go ahead.",
-            "Make it a bronze badge called Shed Hero. I don't know if silver would be better.",
-            // Choices far past the lack are another matter.
-            "I don't know who will earn it first, but make a badge called Shed Hero, gold, silver or bronze.",
-        ] {
-            assert!(lacking(&badge, wrote).is_empty(), "{wrote}");
-        }
+        lacks(
+            &badge,
+            "badge_type_id",
+            &[
+                "Make a badge called Shed Hero. We haven't agreed yet whether it's gold, silver or bronze.",
+                "Make a badge called First Outing. The committee hasn't decided between gold, silver and bronze.",
+                "Set up a badge called Graduate; we haven't settled on gold or bronze yet.",
+            ],
+        );
+        lacks_nothing(
+            &badge,
+            &[
+                // One value is no list of choices.
+                "Make a gold badge called Shed Hero; I'm not sure gold is right, but go ahead.",
+                "Make it a bronze badge called Shed Hero. I don't know if silver would be better.",
+                // Choices far past the lack are another matter.
+                "I don't know who will earn it first, but make a badge called Shed Hero, gold, silver or bronze.",
+            ],
+        );
     }
 
     #[test]
     fn what_the_user_says_they_lack_is_read_by_the_words_for_it() {
         let delete = action(SPEC, "deleteGroup");
-        for wrote in [
-            "Delete the Wind Sectional 2019 group. Sorry, I don't know its number.",
-            "Get rid of the old wind group; I've lost its ID.",
-            "Delete the wind group, I have no idea of its number",
-            "Delete the wind group. We haven't agreed on its number yet.",
-            "Delete the wind group, though I didn't note its number.",
-            "Delete the wind group; I never wrote down its ID.",
-        ] {
-            assert_eq!(lacking(&delete, wrote), ["id"], "{wrote}");
-        }
-        for wrote in [
-            "Delete group 2019, I don't know why it is still there.",
-            "Delete group 31. I'm not sure anyone uses it, but the number is right.",
-            "Delete the group I lost track of: 31",
-        ] {
-            assert!(lacking(&delete, wrote).is_empty(), "{wrote}");
-        }
+        lacks(
+            &delete,
+            "id",
+            &[
+                "Delete the Wind Sectional 2019 group. Sorry, I don't know its number.",
+                "Get rid of the old wind group; I've lost its ID.",
+                "Delete the wind group, I have no idea of its number",
+                "Delete the wind group. We haven't agreed on its number yet.",
+                "Delete the wind group, though I didn't note its number.",
+                "Delete the wind group; I never wrote down its ID.",
+            ],
+        );
+        lacks_nothing(
+            &delete,
+            &[
+                "Delete group 2019, I don't know why it is still there.",
+                "Delete group 31. I'm not sure anyone uses it, but the number is right.",
+                "Delete the group I lost track of: 31",
+            ],
+        );
         let presign = action(SPEC, "presign");
         assert_eq!(
             lacking(
