@@ -9,6 +9,7 @@
 //! (`/tag_groups/{id}.json`, `/tag/{name}.json`, `/groups/{name}/members.json`).
 
 use crate::action::{Action, Location};
+use crate::review::text_words;
 
 /// Words that can follow a noun phrase that has ended: "the varroa tag is…", "the group our
 /// crew uses", "post 512 for me", "the arbiters group set up". A kind's word followed by another word ("the backup
@@ -97,52 +98,13 @@ fn stem(path: &str) -> &str {
     path.strip_suffix(".json").unwrap_or(path)
 }
 
-/// One word of a request, lower case (an apostrophe inside it written `'`), with the
-/// character right after it.
-struct Word {
-    text: String,
-    then: Option<char>,
-}
-
-fn words_of(text: &str) -> Vec<Word> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < chars.len() {
-        if !chars[at].is_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let mut word = String::new();
-        while at < chars.len() {
-            let c = chars[at];
-            let inner_apostrophe = matches!(c, '\'' | '’')
-                && chars.get(at + 1).is_some_and(|n| n.is_alphabetic())
-                && !word.is_empty();
-            if c.is_alphanumeric() {
-                word.extend(c.to_lowercase());
-            } else if inner_apostrophe {
-                word.push('\'');
-            } else {
-                break;
-            }
-            at += 1;
-        }
-        out.push(Word {
-            text: word,
-            then: chars.get(at).copied(),
-        });
-    }
-    out
-}
-
 /// Whether `request` names one thing of `kind` (its words, singular): the kind followed by
 /// a number ("tag group 4", "post 512") or by "called"/"named", or a definite phrase that
 /// ends with the kind ("the Methods tag group?", "our show-genres tag group", "the ride
 /// leaders' group at…"). A plural ("which tags"), a phrase about any or every one ("every
 /// group", "a tag") and a kind's word inside a longer name ("the backup files") name none.
 pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
-    let words = words_of(request);
+    let words = text_words(request);
     let n = kind.len();
     if n == 0 || words.len() < n {
         return false;
@@ -165,7 +127,11 @@ pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
         // The phrase ends at the kind: punctuation or the end follows, or a word that
         // follows a noun phrase.
         let ends = next.is_none()
-            || last.then.is_some_and(|c| c != ' ' && !c.is_alphanumeric())
+            || last
+                .after
+                .chars()
+                .next()
+                .is_some_and(|c| c != ' ' && !c.is_alphanumeric())
             || next.is_some_and(|w| PHRASE_FOLLOWERS.contains(&w));
         ends && words[at.saturating_sub(DEFINITE_REACH)..at]
             .iter()

@@ -8,7 +8,9 @@
 use serde_json::Value;
 
 use crate::action::{Action, Type};
-use crate::review::{identifier_tokens, same_word, squash, token, value_words, Reviewed};
+use crate::review::{
+    identifier_tokens, same_word, squash, text_words, token, value_words, Reviewed,
+};
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
 const LACK: [&str; 6] = [
@@ -62,38 +64,26 @@ struct Word {
 }
 
 fn words_of(text: &str) -> Vec<Word> {
-    let mut out: Vec<Word> = Vec::new();
-    let mut word = String::new();
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            word.extend(c.to_lowercase());
-        } else if matches!(c, '\'' | '’') && !word.is_empty() {
-            // Inside a word: "don't", "post's".
-        } else {
-            if !word.is_empty() {
-                out.push(Word {
-                    text: std::mem::take(&mut word),
-                    clause_ends: false,
-                    sentence_ends: false,
-                });
+    let holds = |after: &str, marks: &[char]| after.contains(marks);
+    text_words(text)
+        .into_iter()
+        .map(|word| {
+            // The last word ends its clause and sentence.
+            let last = word.after.is_empty();
+            Word {
+                text: word.text.replace('\'', ""),
+                clause_ends: last || holds(&word.after, &CLAUSE_MARKS),
+                sentence_ends: last || holds(&word.after, &SENTENCE_MARKS),
             }
-            if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')') {
-                if let Some(last) = out.last_mut() {
-                    last.clause_ends = true;
-                    last.sentence_ends |= matches!(c, '.' | '!' | '?');
-                }
-            }
-        }
-    }
-    if !word.is_empty() {
-        out.push(Word {
-            text: word,
-            clause_ends: true,
-            sentence_ends: true,
-        });
-    }
-    out
+        })
+        .collect()
 }
+
+/// Punctuation that ends a clause.
+const CLAUSE_MARKS: [char; 8] = ['.', ',', ';', ':', '!', '?', '(', ')'];
+
+/// Punctuation that ends a sentence.
+const SENTENCE_MARKS: [char; 3] = ['.', '!', '?'];
 
 /// The words a user may name an input by whose name ends in `head`: the word itself and its
 /// plural, and for ids, sizes and logins the words people use for them.

@@ -1139,6 +1139,49 @@ pub(crate) fn bare_words(text: &str) -> impl Iterator<Item = &str> {
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
 }
 
+/// One word of a user's text, lower case (an apostrophe inside it, `'` or `’`, written `'`),
+/// with the characters between it and the next word (empty after the last).
+pub(crate) struct TextWord {
+    pub text: String,
+    pub after: String,
+}
+
+/// The words of `text` ([`TextWord`]): runs of letters and digits, an apostrophe between a
+/// letter or digit and a letter kept inside ("don't", "post's").
+pub(crate) fn text_words(text: &str) -> Vec<TextWord> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out: Vec<TextWord> = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        if !chars[at].is_alphanumeric() {
+            if let Some(last) = out.last_mut() {
+                last.after.push(chars[at]);
+            }
+            at += 1;
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.get(at) {
+            let inner_apostrophe = matches!(c, '\'' | '’')
+                && !word.is_empty()
+                && chars.get(at + 1).is_some_and(|n| n.is_alphabetic());
+            if c.is_alphanumeric() {
+                word.extend(c.to_lowercase());
+            } else if inner_apostrophe {
+                word.push('\'');
+            } else {
+                break;
+            }
+            at += 1;
+        }
+        out.push(TextWord {
+            text: word,
+            after: String::new(),
+        });
+    }
+    out
+}
+
 /// The parts of a name or code, lower case, split at `_`, `-` and `.` (`sue`, `stacks` of
 /// `sue_stacks`).
 fn code_parts(text: &str) -> Vec<String> {
@@ -1659,6 +1702,27 @@ paths:
         // Without grounding the validator and the model deal with it.
         let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
+    }
+
+    #[test]
+    fn text_words_keep_inner_apostrophes_and_what_follows_each() {
+        let words = text_words("Don’t drop the leaders' group (post #512)?");
+        let read: Vec<(&str, &str)> = words
+            .iter()
+            .map(|w| (w.text.as_str(), w.after.as_str()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("don't", " "),
+                ("drop", " "),
+                ("the", " "),
+                ("leaders", "' "),
+                ("group", " ("),
+                ("post", " #"),
+                ("512", ")?"),
+            ]
+        );
     }
 
     #[test]
