@@ -2,7 +2,7 @@
 //! group", "tag group 4", "the group called moderators") asks to read that thing, not the
 //! list of its kind; a small model reading "What tags are in the Methods tag group?" often
 //! picks the list of tag groups all the same. Where an operation that reads one thing of the
-//! kind was found beside the list, the pick is that one ([`one_named`]).
+//! kind was found beside the list, the pick is that one ([`names_one_listed`]).
 //!
 //! The kind comes from the list's path (`/tag_groups.json` lists tag groups), and an
 //! operation reads one of them when its path goes on from the list's with an input
@@ -144,24 +144,11 @@ pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
     })
 }
 
-/// Of `candidates`, those that read one of what `picked` lists, where `request` names one
-/// thing of that kind; empty where `picked` is no list, the request names none, or no
-/// candidate reads one.
-pub(crate) fn one_named<'a>(
-    request: &str,
-    picked: &Action,
-    candidates: impl IntoIterator<Item = &'a Action>,
-) -> Vec<&'a Action> {
-    let Some(kind) = listed_kind(picked) else {
-        return Vec::new();
-    };
-    if !names_one(request, &kind) {
-        return Vec::new();
-    }
-    candidates
-        .into_iter()
-        .filter(|item| reads_one_of(item, picked))
-        .collect()
+/// Whether `picked` lists a kind of thing ([`listed_kind`]) and `request` names one thing of
+/// that kind ([`names_one`]): then a read of one such thing ([`reads_one_of`]) is picked
+/// instead, where one was found.
+pub(crate) fn names_one_listed(request: &str, picked: &Action) -> bool {
+    listed_kind(picked).is_some_and(|kind| names_one(request, &kind))
 }
 
 #[cfg(test)]
@@ -244,19 +231,22 @@ mod tests {
         let catalog = discourse();
         let get = |id| catalog.get(id).unwrap();
         let found = [get("listTagGroups"), get("getTagGroup"), get("getTag")];
-        let ones = |request| {
-            one_named(request, get("listTagGroups"), found)
+        // The found reads of one thing that a request's pick gives way to.
+        let ones_for = |request, picked: &Action| {
+            found
                 .iter()
+                .filter(|item| names_one_listed(request, picked) && reads_one_of(item, picked))
                 .map(|a| a.operation_id.as_str())
                 .collect::<Vec<_>>()
         };
+        let ones = |request| ones_for(request, get("listTagGroups"));
         assert_eq!(
             ones("What tags are in the Methods tag group?"),
             ["getTagGroup"]
         );
         assert!(ones("Show me all the tag groups.").is_empty());
         // A read of one thing picked stays.
-        assert!(one_named("the Methods tag group", get("getTagGroup"), found).is_empty());
+        assert!(ones_for("the Methods tag group", get("getTagGroup")).is_empty());
     }
 
     #[test]

@@ -42,7 +42,7 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
-use crate::kinds::one_named;
+use crate::kinds::{names_one_listed, reads_one_of};
 use crate::lacking::drop_lacking;
 use crate::opposed::opposes;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
@@ -1388,14 +1388,14 @@ impl Actions {
             .expect("a line at least");
         // A list picked for a request that names one thing of its kind ("the Methods tag
         // group") gives way to the best listed read of one such thing.
-        let ones = one_named(
-            request,
-            lines[shortlist[best]].1,
-            shortlist.iter().map(|&i| lines[i].1),
-        );
-        let one = (0..n)
-            .filter(|&k| ones.iter().any(|a| std::ptr::eq(*a, lines[shortlist[k]].1)))
-            .max_by(|&i, &j| total[i].total_cmp(&total[j]));
+        let list = lines[shortlist[best]].1;
+        let one = names_one_listed(request, list)
+            .then(|| {
+                (0..n)
+                    .filter(|&k| reads_one_of(lines[shortlist[k]].1, list))
+                    .max_by(|&i, &j| total[i].total_cmp(&total[j]))
+            })
+            .flatten();
         let one_for = one.map(|_| lines[shortlist[best]].0.clone());
         let best = one.unwrap_or(best);
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
