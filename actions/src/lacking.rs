@@ -125,81 +125,91 @@ pub(crate) fn lacking(action: &Action, message: &str) -> Vec<String> {
         if !LACK.contains(&word.text.as_str()) && !negated() {
             continue;
         }
-        // The clause after the lack, up to punctuation or a word that starts another.
-        let mut clause: Vec<&Word> = Vec::new();
-        if !word.clause_ends {
-            for next in words[at + 1..].iter().take(REACH) {
-                if CLAUSE_ENDS.contains(&next.text.as_str()) {
-                    break;
-                }
-                clause.push(next);
-                if next.clause_ends {
-                    break;
-                }
-            }
-        }
-        if clause.is_empty() {
-            // "…, the tech lead still hasn't said.": nothing follows but a whether clause
-            // before it may name what is lacked.
-            if let Some(name) = undecided_switch(action, &words, at) {
-                if !out.iter().any(|seen| seen == name) {
-                    out.push(name.to_string());
-                }
-            }
-            continue;
-        }
-        let has = |name: &str| clause.iter().any(|w| w.text == name);
-        let named: Vec<&(&str, Vec<String>)> = inputs
-            .iter()
-            .filter(|(_, tokens)| {
-                tokens
-                    .last()
-                    .is_some_and(|head| names_for(head).iter().any(|name| has(name)))
-            })
-            .collect();
-        // Of several, the one with the most words of its name in the clause, if only one has
-        // that many: "action type number" names `post_action_type_id`, not `id`.
-        let in_clause = |tokens: &[String]| {
-            tokens
-                .iter()
-                .filter(|t| names_for(t).iter().any(|n| has(n)))
-                .count()
-        };
-        let most = named.iter().map(|(_, t)| in_clause(t)).max().unwrap_or(0);
-        let mut best: Vec<&str> = named
-            .iter()
-            .filter(|(_, t)| in_clause(t) == most)
-            .map(|(name, _)| *name)
-            .collect();
-        // Of those, a plural ("their numbers") names the one that takes a list: an array,
-        // or an input named as one (`post_ids[]`, `ids`).
-        if best.len() > 1 && PLURAL_NAMES.iter().any(|name| has(name)) {
-            best.retain(|name| {
-                name.ends_with("[]")
-                    || name.ends_with('s')
-                    || action
-                        .input(name)
-                        .is_some_and(|input| matches!(input.ty, Type::Array(_)))
-            });
-        }
-        let chosen = match best.as_slice() {
-            [one] => Some(*one),
-            _ => None,
-        };
-        let chosen = chosen.or_else(|| {
-            named
-                .is_empty()
-                .then(|| {
-                    listed_choices(action, &inputs, &words[at + 1..])
-                        .or_else(|| undecided_switch(action, &words, at))
-                })
-                .flatten()
-        });
-        if let Some(name) = chosen.filter(|name| !out.iter().any(|seen| seen == name)) {
+        if let Some(name) = named_by_lack(action, &inputs, &words, at)
+            .filter(|name| !out.iter().any(|seen| seen == name))
+        {
             out.push(name.to_string());
         }
     }
     out
+}
+
+/// The input the lack at `at` of `words` names: by a word for it in the clause that follows
+/// ([`names_for`]; of several, the one with most words of its name there, a plural naming the
+/// one that takes a list), else by its values listed as open choices ([`listed_choices`]) or,
+/// for a yes or no, by a "whether" clause in the sentence ([`undecided_switch`]).
+fn named_by_lack<'a>(
+    action: &'a Action,
+    inputs: &[(&'a str, Vec<String>)],
+    words: &[Word],
+    at: usize,
+) -> Option<&'a str> {
+    let word = &words[at];
+    // The clause after the lack, up to punctuation or a word that starts another.
+    let mut clause: Vec<&Word> = Vec::new();
+    if !word.clause_ends {
+        for next in words[at + 1..].iter().take(REACH) {
+            if CLAUSE_ENDS.contains(&next.text.as_str()) {
+                break;
+            }
+            clause.push(next);
+            if next.clause_ends {
+                break;
+            }
+        }
+    }
+    if clause.is_empty() {
+        // "…, the tech lead still hasn't said.": nothing follows but a whether clause
+        // before it may name what is lacked.
+        return undecided_switch(action, words, at);
+    }
+    let has = |name: &str| clause.iter().any(|w| w.text == name);
+    let named: Vec<&(&str, Vec<String>)> = inputs
+        .iter()
+        .filter(|(_, tokens)| {
+            tokens
+                .last()
+                .is_some_and(|head| names_for(head).iter().any(|name| has(name)))
+        })
+        .collect();
+    // Of several, the one with the most words of its name in the clause, if only one has
+    // that many: "action type number" names `post_action_type_id`, not `id`.
+    let in_clause = |tokens: &[String]| {
+        tokens
+            .iter()
+            .filter(|t| names_for(t).iter().any(|n| has(n)))
+            .count()
+    };
+    let most = named.iter().map(|(_, t)| in_clause(t)).max().unwrap_or(0);
+    let mut best: Vec<&str> = named
+        .iter()
+        .filter(|(_, t)| in_clause(t) == most)
+        .map(|(name, _)| *name)
+        .collect();
+    // Of those, a plural ("their numbers") names the one that takes a list: an array,
+    // or an input named as one (`post_ids[]`, `ids`).
+    if best.len() > 1 && PLURAL_NAMES.iter().any(|name| has(name)) {
+        best.retain(|name| {
+            name.ends_with("[]")
+                || name.ends_with('s')
+                || action
+                    .input(name)
+                    .is_some_and(|input| matches!(input.ty, Type::Array(_)))
+        });
+    }
+    let chosen = match best.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    };
+    chosen.or_else(|| {
+        named
+            .is_empty()
+            .then(|| {
+                listed_choices(action, inputs, &words[at + 1..])
+                    .or_else(|| undecided_switch(action, words, at))
+            })
+            .flatten()
+    })
 }
 
 /// The one input of `inputs` (of `action`) whose values the words `after` a lack list as
