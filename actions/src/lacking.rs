@@ -97,6 +97,9 @@ fn names_for(head: &str) -> Vec<String> {
         "size" => names.extend(["big", "large"].map(String::from)),
         // A login is a username or an e-mail address.
         "login" => names.extend(["username", "email", "address"].map(String::from)),
+        // What a thing is called is its name ("can't remember what the group is called").
+        "name" => names.extend(["called", "named"].map(String::from)),
+        "title" => names.extend(["called", "titled"].map(String::from)),
         _ => {}
     }
     names
@@ -158,10 +161,14 @@ fn named_by_lack<'a>(
             }
         }
     }
-    if clause.is_empty() {
+    let which = words.get(at + 1).is_some_and(|w| w.text == "which");
+    if clause.is_empty() || which {
         // "…, the tech lead still hasn't said.": nothing follows but a whether clause
-        // before it may name what is lacked.
-        return undecided_switch(action, words, at);
+        // before it may name what is lacked; "It has to be gold, silver or bronze, and I
+        // can't remember which": the choices listed before it may.
+        let before = &words[sentence_start(words, at)..at];
+        return listed_choices(action, inputs, before, before.len())
+            .or_else(|| undecided_switch(action, words, at));
     }
     let has = |name: &str| clause.iter().any(|w| w.text == name);
     let named: Vec<&(&str, Vec<String>)> = inputs
@@ -205,34 +212,36 @@ fn named_by_lack<'a>(
         named
             .is_empty()
             .then(|| {
-                listed_choices(action, inputs, &words[at + 1..])
+                let after = &words[at + 1..];
+                let opening = after
+                    .iter()
+                    .take(REACH)
+                    .take_while(|w| !CLAUSE_ENDS.contains(&w.text.as_str()))
+                    .count();
+                listed_choices(action, inputs, after, opening)
                     .or_else(|| undecided_switch(action, words, at))
             })
             .flatten()
     })
 }
 
-/// The one input of `inputs` (of `action`) whose values the words `after` a lack list as
-/// choices still open ("hasn't settled on gold, silver or bronze yet", "between gold, silver
-/// and bronze"): two or more of its value words ([`value_words`]) joined by commas or
-/// [`LIST_JOINS`], the first within [`REACH`] words and before a word that ends the clause.
+/// The one input of `inputs` (of `action`) whose values `words` list as choices still open
+/// ("hasn't settled on gold, silver or bronze yet", "between gold, silver and bronze"): two
+/// or more of its value words ([`value_words`]) joined by commas or [`LIST_JOINS`], the
+/// first among the first `opening` words.
 fn listed_choices<'a>(
     action: &Action,
     inputs: &[(&'a str, Vec<String>)],
-    after: &[Word],
+    words: &[Word],
+    opening: usize,
 ) -> Option<&'a str> {
-    let opening: Vec<&Word> = after
-        .iter()
-        .take(REACH)
-        .take_while(|w| !CLAUSE_ENDS.contains(&w.text.as_str()))
-        .collect();
     let listing = inputs.iter().filter(|(name, _)| {
         let values = value_words(action, name);
         let is_value = |w: &Word| values.contains(&token(&w.text));
-        let Some(first) = opening.iter().position(|w| is_value(w)) else {
+        let Some(first) = words[..opening].iter().position(is_value) else {
             return false;
         };
-        let mut listed: Vec<String> = after[first..]
+        let mut listed: Vec<String> = words[first..]
             .iter()
             .take_while(|w| is_value(w) || LIST_JOINS.contains(&w.text.as_str()))
             .filter(|w| is_value(w))
@@ -253,10 +262,7 @@ fn listed_choices<'a>(
 /// should include the uploaded photos", "Whether the uploaded photos go in too, the tech lead
 /// hasn't said" (`with_uploads`).
 fn undecided_switch<'a>(action: &'a Action, words: &[Word], at: usize) -> Option<&'a str> {
-    let start = words[..at]
-        .iter()
-        .rposition(|w| w.sentence_ends)
-        .map_or(0, |end| end + 1);
+    let start = sentence_start(words, at);
     let end = words[at..]
         .iter()
         .position(|w| w.sentence_ends)
@@ -279,6 +285,14 @@ fn undecided_switch<'a>(action: &'a Action, words: &[Word], at: usize) -> Option
         [one] => Some(one),
         _ => None,
     }
+}
+
+/// Where the sentence holding the word at `at` of `words` starts.
+fn sentence_start(words: &[Word], at: usize) -> usize {
+    words[..at]
+        .iter()
+        .rposition(|w| w.sentence_ends)
+        .map_or(0, |end| end + 1)
 }
 
 /// Drops from `reviewed` each value of an input the user said they do not have
@@ -366,6 +380,12 @@ paths:
       operationId: deleteGroup
       parameters:
         - {name: id, in: path, required: true, schema: {type: integer}}
+      responses: {"200": {description: ok}}
+  /groups/{name}/members.json:
+    get:
+      operationId: groupMembers
+      parameters:
+        - {name: name, in: path, required: true, schema: {type: string}}
       responses: {"200": {description: ok}}
   /uploads/presign.json:
     post:
@@ -465,7 +485,7 @@ paths:
     }
 
     #[test]
-    fn a_lack_listing_the_values_of_an_input_names_it() {
+    fn a_lack_listing_the_values_of_an_input_or_of_which_after_them_names_it() {
         let badge = action(SPEC, "createBadge");
         lacks(
             &badge,
@@ -474,6 +494,9 @@ paths:
                 "Make a badge called Shed Hero. We haven't agreed yet whether it's gold, silver or bronze.",
                 "Make a badge called First Outing. The committee hasn't decided between gold, silver and bronze.",
                 "Set up a badge called Graduate; we haven't settled on gold or bronze yet.",
+                // Listed before a lack of "which".
+                "Make a badge called Lock Keeper. It has to be gold, silver or bronze, and I can't remember which.",
+                "Make a badge called Lock Keeper, gold or silver, but I'm not sure which one.",
             ],
         );
         lacks_nothing(
@@ -484,6 +507,8 @@ paths:
                 "Make it a bronze badge called Shed Hero. I don't know if silver would be better.",
                 // Choices far past the lack are another matter.
                 "I don't know who will earn it first, but make a badge called Shed Hero, gold, silver or bronze.",
+                // Choices in an earlier sentence are settled there.
+                "Gold or silver were both talked about. Make it a gold badge called Shed Hero; I can't remember which member asked.",
             ],
         );
     }
@@ -525,6 +550,23 @@ paths:
                 "Presign the talk video; I haven't decided on its file name yet."
             ),
             ["file_name"]
+        );
+    }
+
+    #[test]
+    fn what_a_thing_is_called_is_its_name() {
+        let members = action(SPEC, "groupMembers");
+        lacks(
+            &members,
+            "name",
+            &[
+                "Who is in the group for our course builders? I can't remember what the group is called.",
+                "Show the pruning team's members; I don't know what it's named.",
+            ],
+        );
+        lacks_nothing(
+            &members,
+            &["Show who is in the group called pruners, I don't know how many there are."],
         );
     }
 
