@@ -51,6 +51,7 @@ mod kinds;
 #[cfg(test)]
 mod labelled;
 mod lacking;
+mod narrowed;
 mod negated;
 mod opposed;
 mod record;

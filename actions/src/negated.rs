@@ -32,6 +32,11 @@ const NOT_BEFORE: [&str; 13] = [
     "the", "a", "an", "just", "only", "his", "her", "their", "its", "my", "our", "any", "every",
 ];
 
+/// Words after a "not" that opens a clause that make it negate what is named next (", not
+/// everything in his inbox", ", not what landed there"); after a verb they do not ("renaming
+/// it is not what I want").
+const NOT_OPENING: [&str; 4] = ["everything", "what", "what's", "what’s"];
+
 /// Marks that end the clause a negation is about.
 fn ends_clause(c: char) -> bool {
     matches!(c, ',' | '.' | ';' | ':' | '!' | '?')
@@ -139,7 +144,9 @@ pub(crate) fn affirmed(request: &str) -> String {
             || (word.lower == "no" && lower(at + 1) == "need" && lower(at + 2) == "to")
             || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"));
         // "not the…", "rather than…", "instead of…": anywhere; "… won't do": a whole clause.
-        let opens_here = (word.lower == "not" && NOT_BEFORE.contains(&lower(at + 1)))
+        let opens_here = (word.lower == "not"
+            && (NOT_BEFORE.contains(&lower(at + 1))
+                || (word.opens_clause && NOT_OPENING.contains(&lower(at + 1)))))
             || (word.lower == "rather" && lower(at + 1) == "than")
             || (word.lower == "instead" && lower(at + 1) == "of")
             || (word.opens_clause
@@ -242,6 +249,14 @@ mod tests {
                 "Get rid of the group itself.",
             ),
             (
+                "Show the messages she sent, not what's landed in her inbox.",
+                "Show the messages she sent.",
+            ),
+            (
+                "Only the ones he wrote, not everything in his inbox.",
+                "Only the ones he wrote.",
+            ),
+            (
                 "Don't create anything yet. Show me every badge we have.",
                 "Show me every badge we have.",
             ),
@@ -292,6 +307,7 @@ mod tests {
             // Left where it is, not left alone.
             "Leave a reply on topic 5 saying thanks.",
             "It is not working since the upgrade, restart the backup.",
+            "Delete badge 31 for good, renaming it is not what I want.",
             "Post a reply saying \"don't forget the oars, not the old ones\" in topic 5.",
             "Don't send anything.",
         ] {

@@ -44,6 +44,7 @@ use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::kinds::{names_one_listed, reads_one_of};
 use crate::lacking::drop_lacking;
+use crate::narrowed::narrower_than_asked;
 use crate::opposed::opposes;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{numbered_id, review, squash, unmentioned_parents};
@@ -1380,10 +1381,19 @@ impl Actions {
                 })
             })
             .collect();
+        // One that reads a part of what the request asks for ("sent" messages for "her
+        // inbox, both what she received and what she sent") is not picked either.
+        let narrowed: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&k| narrower_than_asked(lines[shortlist[k]].1, request))
+            .collect();
+        let ruled_out = |k: &usize| opposed.contains(k) || narrowed.contains(k);
+        let open = allowed.iter().filter(|k| !ruled_out(k)).count();
         let best = allowed
             .iter()
             .copied()
-            .filter(|k| opposed.len() == allowed.len() || !opposed.contains(k))
+            .filter(|k| open == 0 || !ruled_out(k))
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
         // A list picked for a request that names one thing of its kind ("the Methods tag
@@ -1429,19 +1439,27 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
-            .chain(
-                (!opposed.is_empty() && opposed.len() < allowed.len()).then(|| {
-                    let ids: Vec<&str> = opposed
-                        .iter()
-                        .map(|&k| lines[shortlist[k]].0.as_str())
-                        .collect();
-                    format!(
-                        "an order to {}: not {}, which does the opposite",
-                        order.as_ref().map_or("", |(verb, _)| verb.as_str()),
-                        ids.join(", ")
-                    )
-                }),
-            )
+            .chain((open > 0 && !narrowed.is_empty()).then(|| {
+                let ids: Vec<&str> = narrowed
+                    .iter()
+                    .map(|&k| lines[shortlist[k]].0.as_str())
+                    .collect();
+                format!(
+                    "asks beyond a part: not {}, which reads only part of it",
+                    ids.join(", ")
+                )
+            }))
+            .chain((open > 0 && !opposed.is_empty()).then(|| {
+                let ids: Vec<&str> = opposed
+                    .iter()
+                    .map(|&k| lines[shortlist[k]].0.as_str())
+                    .collect();
+                format!(
+                    "an order to {}: not {}, which does the opposite",
+                    order.as_ref().map_or("", |(verb, _)| verb.as_str()),
+                    ids.join(", ")
+                )
+            }))
             .chain(one_for.map(|list| {
                 format!(
                     "names one thing that {list} lists: picked among the operations that read one"

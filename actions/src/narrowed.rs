@@ -1,0 +1,99 @@
+//! Operations that read a part of what a neighbour reads. "Get a list of private messages
+//! sent for a user" is a part of "Get a list of private messages for a user"; a small model
+//! picks the part for "all the private messages in her forum inbox, both what she received and
+//! what she sent", reading "sent" and past "inbox". A request that, read without what it says
+//! not to want ([`crate::negated::affirmed`]), names the rest of the whole does not pick the
+//! part ([`narrower_than_asked`]).
+
+use crate::action::Action;
+
+/// Words of an operation's summary that narrow it to a part, each with the words that name
+/// what the part leaves out: messages sent leave out those received, that an inbox holds.
+const PARTS: [(&str, &[&str]); 1] = [("sent", &["inbox", "inboxes", "received", "incoming"])];
+
+/// Whether `action`'s summary narrows it to a part ([`PARTS`]) that the request `sought`
+/// (read without its negated clauses) asks beyond, naming what the part leaves out.
+pub(crate) fn narrower_than_asked(action: &Action, sought: &str) -> bool {
+    let Some(summary) = action.summary.as_deref() else {
+        return false;
+    };
+    let words_of = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let summary = words_of(summary);
+    let asked = words_of(sought);
+    PARTS.iter().any(|(part, rest)| {
+        summary.iter().any(|w| w == part) && asked.iter().any(|w| rest.contains(&w.as_str()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::negated::affirmed;
+    use crate::spec::Catalog;
+
+    fn catalog(path: &str) -> Catalog {
+        Catalog::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn small() -> Catalog {
+        Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+                "/pm/{u}.json": {"get": {"operationId": "all", "summary": "Get a list of private messages for a user"}},
+                "/pm-sent/{u}.json": {"get": {"operationId": "sent", "summary": "Get a list of private messages sent for a user"}}}}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn messages_sent_are_narrower_than_an_inbox_or_what_was_received() {
+        let catalog = small();
+        let sent = catalog.get("sent").unwrap();
+        for wrote in [
+            "Show me all the private messages in her forum inbox, both what she received and what she sent.",
+            "Pull up felix_b's personal messages, the ones he received as well as the ones he sent.",
+        ] {
+            assert!(narrower_than_asked(sent, &affirmed(wrote)), "{wrote}");
+        }
+        for wrote in [
+            "Which private messages has rita sent out?",
+            "Show me the private messages she sent, not what's landed in her inbox.",
+            "Only the messages he sent; I don't want his inbox.",
+        ] {
+            assert!(!narrower_than_asked(sent, &affirmed(wrote)), "{wrote}");
+        }
+        // The whole is not narrowed.
+        let all = catalog.get("all").unwrap();
+        assert!(!narrower_than_asked(all, "everything in her inbox"));
+    }
+
+    #[test]
+    fn no_labelled_request_asks_beyond_the_part_it_labels() {
+        let data = crate::labelled::data_dir();
+        let catalog = catalog(data.join("discourse-full.openapi.json").to_str().unwrap());
+        let (mut beyond, mut wrong) = (0, Vec::new());
+        for (file, request) in crate::labelled::requests() {
+            let text = affirmed(request["request"].as_str().unwrap());
+            let Some(action) = catalog.get(request["operation_id"].as_str().unwrap()) else {
+                continue;
+            };
+            // Every operation of the catalog that the request asks beyond.
+            let narrowed = catalog
+                .actions
+                .iter()
+                .filter(|a| narrower_than_asked(a, &text))
+                .count();
+            beyond += usize::from(narrowed > 0);
+            if narrower_than_asked(action, &text) {
+                wrong.push(format!("{file} {}: {text}", request["id"]));
+            }
+        }
+        println!("{beyond} labelled requests ask beyond a part");
+        assert!(beyond > 5, "only {beyond}");
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
