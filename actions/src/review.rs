@@ -336,20 +336,52 @@ fn number_for_id(messages: &[String], held: &[&Value]) -> Option<(String, &'stat
 fn named_numbers(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let mut named = Vec::new();
-    for pair in words.windows(2) {
+    for (at, pair) in words.windows(2).enumerate() {
         // "the panto thread, 5120, …": a comma may set the number apart from its name.
         let before = pair[0]
             .trim_end_matches(',')
             .to_lowercase()
             .replace('\u{2019}', "'");
         let names = before.chars().all(|c| c.is_alphabetic() || c == '\'')
-            && !BEFORE_COUNTS.contains(&before.as_str());
-        if names {
+            && !BEFORE_COUNTS.contains(&before.as_str())
+            && !DATE_WORDS.contains(&before.as_str());
+        // "Friday 4 October", "on 4 October": a day of the month, no thing's number ("May"
+        // only as a name: "topic 88 may be closed" names topic 88).
+        let day_of_month = !pair[1].ends_with(['.', '!', '?'])
+            && words.get(at + 2).is_some_and(|after| {
+                let month = after.trim_end_matches([',', '.', ';', ':', '!', '?']);
+                DATE_WORDS.contains(&month.to_lowercase().as_str()) && month != "may"
+            });
+        if names && !day_of_month {
             named.extend(plain_numbers(pair[1]));
         }
     }
     named
 }
+
+/// Days and months, which a day of the month is written beside ("Friday 4 October",
+/// "October 4"): a number next to one is a date.
+const DATE_WORDS: [&str; 19] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
 
 /// Words that come before a number that counts or measures, rather than names, a thing ("an
 /// age": "turned 12", "aged 9").
@@ -1568,6 +1600,7 @@ paths:
         for message in [
             "Archive thread 5120, please",
             "Last year's thread, 5120, is done",
+            "Thread 5120 may be closed on 4 May",
         ] {
             assert_eq!(
                 kept_with(&filled(&[message], json!({}))),
@@ -1595,6 +1628,17 @@ paths:
                 json!({"id": 18}),
             ),
             (&["Rename the group with 18 members"], json!({}), json!({})),
+            // A day of the month is no thing's number.
+            (
+                &["Close the sign-up thread on Friday 4 October"],
+                json!({}),
+                json!({}),
+            ),
+            (
+                &["Close the sign-up thread on October 4"],
+                json!({}),
+                json!({}),
+            ),
         ] {
             assert_eq!(kept_with(&filled(messages, params)), kept);
         }
