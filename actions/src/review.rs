@@ -51,6 +51,9 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             return out;
         }
     };
+    // What the user asked for, without what they said not to want ("instead of her
+    // Gravatar"): where an enum value is read from their words.
+    let asked = Words::of(&crate::negated::affirmed(said));
     let said = Words::of(said);
     let open = action.body.as_ref().is_some_and(|b| b.open && b.fields);
     for (name, mut value) in given {
@@ -90,7 +93,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
         let outside = input.filter(|input| is_outside_enum(input, &value));
         if let Some(written) = outside
             .filter(|_| grounded)
-            .and_then(|input| written_enum_value(input, &said))
+            .and_then(|input| written_enum_value(input, &asked))
         {
             out.repairs.push(format!(
                 "{name}: {value} is none of its values, read as {written}, the one value the \
@@ -196,7 +199,7 @@ pub(crate) fn review(action: &Action, params: &Value, said: &str, grounded: bool
             // the values, and the user had said which.
             let written = input
                 .filter(|_| value.is_string())
-                .and_then(|input| written_enum_value(input, &said));
+                .and_then(|input| written_enum_value(input, &asked));
             if let Some(written) = written {
                 out.repairs.push(format!(
                     "{name}: {value} read as {written}, the one value the user wrote"
@@ -538,7 +541,9 @@ fn is_outside_enum(input: &Input, value: &Value) -> bool {
 }
 
 /// The one value of `input`'s enum whose every word the user wrote (`profile_background` in
-/// "a new profile background"); `None` where they wrote none or several.
+/// "a new profile background"); `None` where they wrote none or several. `said` is what they
+/// asked for, without what they said not to want: "Make it her picture instead of her
+/// Gravatar" writes `uploaded`'s word, not `gravatar`'s.
 fn written_enum_value(input: &Input, said: &Words) -> Option<Value> {
     let mut written = input.enum_values.iter().filter(|value| {
         value.as_str().is_some_and(|text| {
@@ -1405,6 +1410,17 @@ paths:
                 "Note 17 is ready: mark it published",
                 r#"status: "ready" is none of its values, read as "published", the one value the user wrote"#,
             ),
+            // A value the user said not to want is not one they wrote.
+            (
+                "ready",
+                "Note 17 is ready: mark it published rather than archived",
+                r#"status: "ready" is none of its values, read as "published", the one value the user wrote"#,
+            ),
+            (
+                "draft",
+                "Note 17 is done, so don't leave it archived. Mark it published.",
+                r#"status: "draft" read as "published", the one value the user wrote"#,
+            ),
         ] {
             let params = json!({"noteId": "17", "status": given});
             let reviewed = review(&action(), &params, said, true);
@@ -1647,6 +1663,37 @@ paths:
         let mut reviewed = review(backup, &json!({}), "Mail backup number 4", true);
         numbered_id(backup, &["Mail backup number 4".into()], &mut reviewed);
         assert!(reviewed.params.is_empty());
+    }
+
+    /// Over every labelled request: the one enum value [`written_enum_value`] reads from what
+    /// the request asks for is the value it gives, wherever it reads one.
+    #[test]
+    fn the_enum_value_read_is_the_one_given_in_the_labelled_sets() {
+        let spec = crate::labelled::data_dir().join("discourse-full.openapi.json");
+        let catalog = Catalog::parse(&std::fs::read_to_string(spec).unwrap()).unwrap();
+        let (mut read, mut wrong) = (0, Vec::new());
+        for (file, request) in crate::labelled::requests() {
+            let Some(action) = catalog.get(request["operation_id"].as_str().unwrap()) else {
+                continue;
+            };
+            let text = request["request"].as_str().unwrap();
+            let asked = Words::of(&crate::negated::affirmed(text));
+            for (name, given) in request["required_params"].as_object().unwrap() {
+                let Some(input) = action.input(name).filter(|i| !i.enum_values.is_empty()) else {
+                    continue;
+                };
+                let Some(value) = written_enum_value(input, &asked) else {
+                    continue;
+                };
+                read += 1;
+                if value != *given {
+                    wrong.push(format!("{file} {}: {value} for {given}", request["id"]));
+                }
+            }
+        }
+        println!("an enum value read for {read} inputs");
+        assert!(read >= 20, "only {read}");
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// Over every labelled request whose operation takes one required id: the number
