@@ -962,7 +962,13 @@ impl Words {
         Self {
             lower: text.to_lowercase(),
             words: without_wishes(tokens(text)),
+            // A code takes no apostrophe: "jumping_jill's profile" writes `jumping_jill`.
             codes: bare_words(text)
+                .map(|word| {
+                    word.strip_suffix("'s")
+                        .or_else(|| word.strip_suffix("\u{2019}s"))
+                        .unwrap_or(word)
+                })
                 .filter(|word| is_code(word))
                 .map(str::to_string)
                 .collect(),
@@ -1866,6 +1872,13 @@ paths:
         assert_eq!(
             Value::Object(reviewed.params),
             json!({"username": "drivetime_dan"})
+        );
+        // Written with a possessive, the code is the same.
+        let said = "What does jumping_jill's profile look like to members?";
+        let reviewed = check_said("listBadges", json!({"username": "jump_jill"}), said);
+        assert_eq!(
+            Value::Object(reviewed.params),
+            json!({"username": "jumping_jill"})
         );
         // What the user wrote as it is stays; so does a name the input does not take as an
         // id, a username or a file name.
