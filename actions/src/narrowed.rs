@@ -1,11 +1,14 @@
 //! Operations that read a part of what a neighbour reads. "Get a list of private messages
 //! sent for a user" is a part of "Get a list of private messages for a user"; a small model
 //! picks the part for "all the private messages in her forum inbox, both what she received and
-//! what she sent", reading "sent" and past "inbox". A request that, read without what it says
-//! not to want ([`crate::negated::affirmed`]), names the rest of the whole does not pick the
-//! part ([`narrower_than_asked`]).
+//! what she sent", reading "sent" and past "inbox". Likewise "List users by flag", whose path
+//! takes one of `active`, `new`, `staff`…, for "every account ordered by days visited". A
+//! request that, read without what it says not to want ([`crate::negated::affirmed`]), names
+//! the rest of the whole, or none of the values that choose the part, does not pick the part
+//! ([`narrower_than_asked`]).
 
-use crate::action::Action;
+use crate::action::{Action, Location};
+use crate::review::{token, tokens};
 
 /// Words of an operation's summary that narrow it to a part, each with the words that name
 /// what the part leaves out: messages sent leave out those received, that an inbox holds.
@@ -25,9 +28,30 @@ pub(crate) fn narrower_than_asked(action: &Action, sought: &str) -> bool {
     };
     let summary = words_of(summary);
     let asked = words_of(sought);
-    PARTS.iter().any(|(part, rest)| {
+    let names_the_rest = PARTS.iter().any(|(part, rest)| {
         summary.iter().any(|w| w == part) && asked.iter().any(|w| rest.contains(&w.as_str()))
-    })
+    });
+    names_the_rest || chosen_by_a_value_not_written(action, &asked)
+}
+
+/// Whether a required path input of `action` takes one of a list of values (`flag`: `active`,
+/// `new`, `staff`…) of which the words `asked` (lower case) write none, in any form
+/// ([`token`]: "suspended accounts" writes `suspended`).
+fn chosen_by_a_value_not_written(action: &Action, asked: &[String]) -> bool {
+    let asked: Vec<String> = asked.iter().map(|w| token(w)).collect();
+    action
+        .inputs
+        .iter()
+        .filter(|input| input.location == Location::Path && input.required)
+        .filter(|input| !input.enum_values.is_empty())
+        .any(|input| {
+            !input.enum_values.iter().any(|value| {
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string);
+                tokens(&text).iter().any(|w| asked.contains(w))
+            })
+        })
 }
 
 #[cfg(test)]
@@ -69,6 +93,29 @@ mod tests {
         // The whole is not narrowed.
         let all = catalog.get("all").unwrap();
         assert!(!narrower_than_asked(all, "everything in her inbox"));
+    }
+
+    #[test]
+    fn a_part_chosen_by_a_value_is_narrower_than_a_request_writing_none() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+                "/admin/users/list/{flag}.json": {"get": {"operationId": "byFlag", "summary": "List users by flag",
+                    "parameters": [{"name": "flag", "in": "path", "required": true,
+                        "schema": {"type": "string", "enum": ["active", "new", "staff", "suspended"]}}]}}}}"#,
+        )
+        .unwrap();
+        let by_flag = catalog.get("byFlag").unwrap();
+        assert!(narrower_than_asked(
+            by_flag,
+            "As an admin I need every account on the forum ordered by days visited."
+        ));
+        for wrote in [
+            "Which accounts are suspended right now?",
+            "List the staff accounts",
+            "Show me the new members",
+        ] {
+            assert!(!narrower_than_asked(by_flag, wrote), "{wrote}");
+        }
     }
 
     #[test]

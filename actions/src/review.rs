@@ -1255,7 +1255,7 @@ fn is_code(word: &str) -> bool {
 }
 
 /// Lower-case alphanumeric words, a plural `s` dropped.
-fn tokens(text: &str) -> Vec<String> {
+pub(crate) fn tokens(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(token)
