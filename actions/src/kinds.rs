@@ -30,8 +30,9 @@ const DEFINITE: [&str; 10] = [
 
 /// Words that make a phrase about any, every or a new one of a kind ("every tag", "which
 /// group", "a group"), not one known thing.
-const NOT_ONE: [&str; 12] = [
+const NOT_ONE: [&str; 13] = [
     "each", "every", "any", "all", "which", "what", "a", "an", "some", "other", "new", "no",
+    "whatever",
 ];
 
 /// Words ending in 's that are not possessives ("what's the group…").
@@ -133,14 +134,16 @@ pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
                 .next()
                 .is_some_and(|c| c != ' ' && !c.is_alphanumeric())
             || next.is_some_and(|w| PHRASE_FOLLOWERS.contains(&w));
-        ends && words[at.saturating_sub(DEFINITE_REACH)..at]
-            .iter()
-            .rev()
-            .take_while(|w| !NOT_ONE.contains(&w.text.as_str()))
-            .any(|w| {
-                DEFINITE.contains(&w.text.as_str())
-                    || (w.text.ends_with("'s") && !CONTRACTIONS.contains(&w.text.as_str()))
-            })
+        // Back from the kind to the word that makes it definite, unless one that makes it
+        // any comes first or just before it ("whatever the topic").
+        let from = at.saturating_sub(DEFINITE_REACH);
+        let not_one = |k: usize| NOT_ONE.contains(&words[k].text.as_str());
+        ends && (from..at).rev().take_while(|&k| !not_one(k)).any(|k| {
+            let w = &words[k];
+            let definite = DEFINITE.contains(&w.text.as_str())
+                || (w.text.ends_with("'s") && !CONTRACTIONS.contains(&w.text.as_str()));
+            definite && !(k > 0 && not_one(k - 1))
+        })
     })
 }
 
@@ -149,6 +152,23 @@ pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
 /// instead, where one was found.
 pub(crate) fn names_one_listed(request: &str, picked: &Action) -> bool {
     listed_kind(picked).is_some_and(|kind| names_one(request, &kind))
+}
+
+/// The kind of thing `action` reads across, as words: a summary that says "across" a plural
+/// ("List latest posts across topics" reads across `["topic"]`); `None` where it says none.
+pub(crate) fn across_kind(action: &Action) -> Option<Vec<String>> {
+    let summary = action.summary.as_deref()?.to_lowercase();
+    let mut words = summary.split(|c: char| !c.is_alphanumeric() && c != '_');
+    words.find(|w| *w == "across")?;
+    let plural = words.find(|w| !w.is_empty())?;
+    singular(plural).map(|one| vec![one])
+}
+
+/// Whether `action` reads across every thing of a kind of which `request` names one ("From
+/// topic 3318, the replies with the counts" against "List latest posts across topics"): the
+/// request asks about that one thing, not all of them.
+pub(crate) fn across_one_named(request: &str, action: &Action) -> bool {
+    across_kind(action).is_some_and(|kind| names_one(request, &kind))
 }
 
 #[cfg(test)]
@@ -250,6 +270,24 @@ mod tests {
     }
 
     #[test]
+    fn an_operation_across_a_kind_is_not_for_one_thing_of_it() {
+        let catalog = discourse();
+        let posts = catalog.get("listPosts").unwrap();
+        assert_eq!(across_kind(posts), Some(kind("topic")));
+        assert!(across_one_named(
+            "From topic 3318 I only want the few replies with the mite counts",
+            posts
+        ));
+        for wrote in [
+            "Show me the latest posts across every topic",
+            "What has been posted lately? I haven't looked at any topic this week.",
+        ] {
+            assert!(!across_one_named(wrote, posts), "{wrote}");
+        }
+        assert_eq!(across_kind(catalog.get("getPost").unwrap()), None);
+    }
+
+    #[test]
     fn no_labelled_request_for_a_list_names_one_thing_of_its_kind() {
         // Over every request of `docs/data/actions` for an operation that lists: none names
         // one thing of the kind listed. Requests for a read of one such thing mostly do.
@@ -274,6 +312,15 @@ mod tests {
             for kind in lists.filter_map(listed_kind) {
                 items += 1;
                 named_items += usize::from(names_one(text, &kind));
+            }
+        }
+        // Nor does any request for an operation that reads across a kind.
+        for (file, request) in labelled::requests() {
+            let Some(action) = catalog.get(request["operation_id"].as_str().unwrap()) else {
+                continue;
+            };
+            if across_one_named(request["request"].as_str().unwrap(), action) {
+                wrong.push(format!("{file} {}: across", request["id"]));
             }
         }
         println!("{named_items} of {items} requests for one thing of a listed kind name it");

@@ -42,7 +42,7 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
-use crate::kinds::{names_one_listed, reads_one_of};
+use crate::kinds::{across_one_named, names_one_listed, reads_one_of};
 use crate::lacking::drop_lacking;
 use crate::narrowed::narrower_than_asked;
 use crate::opposed::opposes;
@@ -1383,10 +1383,15 @@ impl Actions {
             .collect();
         // One that reads a part of what the request asks for ("sent" messages for "her
         // inbox, both what she received and what she sent") is not picked either.
+        // Nor is one that reads across every thing of a kind for a request that names one
+        // ("From topic 3318…" and `List latest posts across topics`).
         let narrowed: Vec<usize> = allowed
             .iter()
             .copied()
-            .filter(|&k| narrower_than_asked(lines[shortlist[k]].1, request))
+            .filter(|&k| {
+                let action = lines[shortlist[k]].1;
+                narrower_than_asked(action, request) || across_one_named(request, action)
+            })
             .collect();
         let ruled_out = |k: &usize| opposed.contains(k) || narrowed.contains(k);
         let open = allowed.iter().filter(|k| !ruled_out(k)).count();
@@ -1445,7 +1450,7 @@ impl Actions {
                     .map(|&k| lines[shortlist[k]].0.as_str())
                     .collect();
                 format!(
-                    "asks beyond a part: not {}, which reads only part of it",
+                    "asks for another part than {} reads: not picked",
                     ids.join(", ")
                 )
             }))
