@@ -23,6 +23,10 @@ const FALLS_SHORT: [[&str; 2]; 6] = [
     ["isn’t", "enough"],
 ];
 
+/// How a clause that opens with "no" ends when it says its thing is not wanted ("no password
+/// reset needed").
+const NOT_NEEDED: [&str; 4] = ["needed", "necessary", "required", "wanted"];
+
 /// Words a clause-opening negation may follow and that go with it ("so don't…").
 const JOINERS: [&str; 6] = ["and", "but", "so", "just", "please", "then"];
 
@@ -142,6 +146,8 @@ pub(crate) fn affirmed(request: &str) -> String {
                 && negation(at + 1)
                 && DO_WITHOUT.contains(&lower(at + if lower(at + 1) == "do" { 3 } else { 2 })))
             || (word.lower == "no" && lower(at + 1) == "need" && lower(at + 2) == "to")
+            // "…; no password reset needed."
+            || (word.lower == "no" && to >= at + 2 && NOT_NEEDED.contains(&lower(to - 1)))
             || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"));
         // "not the…", "rather than…", "instead of…": anywhere; "… won't do": a whole clause.
         let opens_here = (word.lower == "not"
@@ -255,6 +261,10 @@ mod tests {
             (
                 "Only the ones he wrote, not everything in his inbox.",
                 "Only the ones he wrote.",
+            ),
+            (
+                "Sign him out everywhere; no password reset needed. I don't have his number.",
+                "Sign him out everywhere. I don't have his number.",
             ),
             (
                 "Don't create anything yet. Show me every badge we have.",
