@@ -48,6 +48,10 @@ const PLURAL_NAMES: [&str; 3] = ["numbers", "ids", "identifiers"];
 /// Words that join the choices of a list ("gold, silver or bronze").
 const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
+/// How many words may stand between a word that joins listed choices and the next choice
+/// ("and the whole year").
+const JOIN_REACH: usize = 2;
+
 /// How many words after "whether" a lacked yes or no is named in ([`undecided_switch`]).
 const WHETHER_REACH: usize = 10;
 
@@ -237,16 +241,30 @@ fn listed_choices<'a>(
 ) -> Option<&'a str> {
     let listing = inputs.iter().filter(|(name, _)| {
         let values = value_words(action, name);
-        let is_value = |w: &Word| values.contains(&token(&w.text));
-        let Some(first) = words[..opening].iter().position(is_value) else {
+        // The value a word writes, in any form ("month" of `monthly`).
+        let value_of = |w: &Word| {
+            let word = token(&w.text);
+            values.iter().find(|v| same_word(v, &word)).cloned()
+        };
+        let Some(first) = words[..opening].iter().position(|w| value_of(w).is_some()) else {
             return false;
         };
-        let mut listed: Vec<String> = words[first..]
-            .iter()
-            .take_while(|w| is_value(w) || LIST_JOINS.contains(&w.text.as_str()))
-            .filter(|w| is_value(w))
-            .map(|w| token(&w.text))
-            .collect();
+        // The values from the first on, joined by commas or a word of joining, which may
+        // stand a few words before its value ("the past month and the whole year").
+        let mut listed: Vec<String> = Vec::new();
+        let mut since_join: Option<usize> = None;
+        for w in &words[first..] {
+            if let Some(value) = value_of(w) {
+                listed.push(value);
+                since_join = None;
+            } else if LIST_JOINS.contains(&w.text.as_str()) {
+                since_join = Some(0);
+            } else if let Some(gap) = since_join.filter(|gap| *gap < JOIN_REACH) {
+                since_join = Some(gap + 1);
+            } else {
+                break;
+            }
+        }
         listed.sort_unstable();
         listed.dedup();
         listed.len() >= 2
@@ -387,6 +405,12 @@ paths:
       parameters:
         - {name: name, in: path, required: true, schema: {type: string}}
       responses: {"200": {description: ok}}
+  /directory_items.json:
+    get:
+      operationId: directory
+      parameters:
+        - {name: period, in: query, required: true, schema: {type: string, enum: [daily, weekly, monthly, quarterly, yearly, all]}}
+      responses: {"200": {description: ok}}
   /uploads/presign.json:
     post:
       operationId: presign
@@ -507,9 +531,20 @@ paths:
                 "Make it a bronze badge called Shed Hero. I don't know if silver would be better.",
                 // Choices far past the lack are another matter.
                 "I don't know who will earn it first, but make a badge called Shed Hero, gold, silver or bronze.",
+                // One value of a run broken by other words is no list.
+                "Make a badge called Shed Hero, gold. I don't know if it should be silver later on or not.",
                 // Choices in an earlier sentence are settled there.
                 "Gold or silver were both talked about. Make it a gold badge called Shed Hero; I can't remember which member asked.",
             ],
+        );
+    }
+
+    #[test]
+    fn choices_are_listed_by_any_form_of_their_values_a_few_words_from_the_join() {
+        lacks(
+            &action(SPEC, "directory"),
+            "period",
+            &["Thank whoever got the most likes. I haven't decided between the past month and the whole year."],
         );
     }
 
