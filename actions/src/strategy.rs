@@ -282,9 +282,26 @@ fn opening_verb(sentence: &str) -> Option<(String, Option<String>)> {
         }
     }
     let verb = words.get(at)?.to_string();
-    let after = words.get(at + 1).map(|word| word.to_string());
+    let mut after = words.get(at + 1).map(|word| word.to_string());
+    // "Take the whole thread down": the particle read as if it came next, where it ends
+    // the order's first clause within a few words.
+    if verb == "take" {
+        let clause = lower
+            .split([',', ';', ':', '.', '!', '?'])
+            .next()
+            .unwrap_or("");
+        let clause: Vec<&str> = crate::review::bare_words(clause)
+            .filter(|word| !word.is_empty())
+            .collect();
+        if clause.len() <= at + 1 + PARTICLE_REACH && clause.last() == Some(&"down") {
+            after = Some("down".to_string());
+        }
+    }
     Some((verb, after))
 }
+
+/// How many words after "take" a separated "down" may stand ("Take the whole thread down").
+const PARTICLE_REACH: usize = 5;
 
 /// The verb a request's first sentence opens with, past a lead-in of time, and the word after
 /// it ([`opening_verb`]).
@@ -3104,11 +3121,13 @@ mod tests {
             "Alfie scored his first fifty in post 41205. Give it a like from me.",
             "Someone posted a jibe at the umpire. Take down just that one reply, post 30418.",
             "Thread 6044 duplicates the nets rota. Scrap it altogether.",
+            "Thread 6290 is a duplicate. Take the whole thread down, not just its first post.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
             "Post 512907 needs a second look.",
             "Take a look at user 5's badges.",
+            "Take the minutes down to the hall.",
             "Send me our meetups as a calendar file.",
             "I think her account was left signed in.",
             "Post 512907 needs a second look. It might be spam.",
