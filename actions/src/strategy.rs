@@ -157,7 +157,7 @@ impl Asks {
     /// What a sentence after the first asks for, once a short lead-in is read past ("Before
     /// we start, show me…", "First, …"): a change by a verb that always changes ("Delete…",
     /// "Get rid of…", "Take down…"), by "Bring X into…" or by "Give it a like…"; a read by
-    /// "Show me…". Other verbs read less surely
+    /// "Show me…", "Pull up…" or "Bring up…". Other verbs read less surely
     /// later than in an opening ("Tell the forum it's done", "Send the file itself, not an
     /// email", "Can you fetch it again?" each ask for the other kind in the labelled requests).
     fn of_later(sentence: &str) -> Option<Self> {
@@ -166,6 +166,8 @@ impl Asks {
         match verb.as_str() {
             verb if always_changes(verb, after) => Some(Asks::Change),
             "bring" if after != Some("up") => Some(Asks::Change),
+            // "Pull up her record", "Bring up the list": reads.
+            "pull" | "bring" if after == Some("up") => Some(Asks::Read),
             // "Give it a like from me"; "Give me the list" reads.
             "give" if !matches!(after, Some("me" | "us")) => Some(Asks::Change),
             "show" if matches!(after, Some("me" | "us")) => Some(Asks::Read),
@@ -3104,6 +3106,7 @@ mod tests {
             "Bring up the list of badges.",
             "We're designing a badge. Before we start, show me every badge there is.",
             "Before anyone adds a badge for the spring rapid-play, show me every badge we have.",
+            "Member 2981 can't sign up. Pull up her record as staff see it.",
         ];
         let changes = [
             "Give post 90412 a like from my account.",
