@@ -14,12 +14,12 @@ use crate::review::{token, tokens};
 /// what the part leaves out: messages sent leave out those received, that an inbox holds.
 const PARTS: [(&str, &[&str]); 1] = [("sent", &["inbox", "inboxes", "received", "incoming"])];
 
-/// Whether `action`'s summary narrows it to a part ([`PARTS`]) that the request `sought`
-/// (read without its negated clauses) asks beyond, naming what the part leaves out.
+/// Whether `action` reads a part of what the request `sought` (read without its negated
+/// clauses) asks for: its summary narrows it to a part ([`PARTS`]) and the request names what
+/// the part leaves out, or a value the request never writes chooses the part
+/// ([`chosen_by_a_value_not_written`]).
 pub(crate) fn narrower_than_asked(action: &Action, sought: &str) -> bool {
-    let Some(summary) = action.summary.as_deref() else {
-        return false;
-    };
+    let summary = action.summary.as_deref().unwrap_or_default();
     let words_of = |text: &str| -> Vec<String> {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())

@@ -1436,6 +1436,11 @@ impl Actions {
         let none_listed = listed[n] > best_listed + NONE_MARGIN;
         let picked = (!none_listed).then(|| lines[shortlist[best]].0.clone());
         let unlisted = (0..lines.len()).filter(|i| !shortlist.contains(i));
+        // The ids of shortlisted lines, for the record.
+        let ids_of = |ks: &[usize]| -> String {
+            let ids: Vec<&str> = ks.iter().map(|&k| lines[shortlist[k]].0.as_str()).collect();
+            ids.join(", ")
+        };
         let text = shortlist
             .iter()
             .enumerate()
@@ -1464,24 +1469,16 @@ impl Actions {
                 list_text(asked_list[n], blank.get(n))
             )])
             .chain((open > 0 && !narrowed.is_empty()).then(|| {
-                let ids: Vec<&str> = narrowed
-                    .iter()
-                    .map(|&k| lines[shortlist[k]].0.as_str())
-                    .collect();
                 format!(
                     "asks for another part than {} reads: not picked",
-                    ids.join(", ")
+                    ids_of(&narrowed)
                 )
             }))
             .chain((open > 0 && !opposed.is_empty()).then(|| {
-                let ids: Vec<&str> = opposed
-                    .iter()
-                    .map(|&k| lines[shortlist[k]].0.as_str())
-                    .collect();
                 format!(
                     "an order to {}: not {}, which does the opposite",
                     order.as_ref().map_or("", |(verb, _)| verb.as_str()),
-                    ids.join(", ")
+                    ids_of(&opposed)
                 )
             }))
             .chain(one_for.map(|list| {
