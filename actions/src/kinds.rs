@@ -8,8 +8,8 @@
 //! operation reads one of them when its path goes on from the list's with an input
 //! (`/tag_groups/{id}.json`, `/tag/{name}.json`, `/groups/{name}/members.json`).
 
-use crate::action::{Action, Location};
-use crate::review::text_words;
+use crate::action::{Action, Location, Type};
+use crate::review::{gives_a_number, identifier_tokens, text_words};
 
 /// Words that can follow a noun phrase that has ended: "the varroa tag is…", "the group our
 /// crew uses", "post 512 for me", "the arbiters group set up". A kind's word followed by another word ("the backup
@@ -171,6 +171,28 @@ pub(crate) fn across_one_named(request: &str, action: &Action) -> bool {
     across_kind(action).is_some_and(|kind| names_one(request, &kind))
 }
 
+/// Names of inputs that page or size a list, whose numbers are no thing's.
+const PAGING: [&str; 4] = ["page", "limit", "offset", "per_page"];
+
+/// Whether `action` is a read that takes no input a thing's number could go in (no path
+/// input, no input named for an id, no whole number but for paging) and `request` gives a
+/// thing's number ("Pull up member 2981's record", "the section, number 14"): the number
+/// would go unused, so the request asks for some other read.
+pub(crate) fn leaves_a_number_unused(request: &str, action: &Action) -> bool {
+    if action.needs_confirmation() {
+        return false;
+    }
+    let takes_a_number = action.inputs.iter().any(|input| {
+        let is_id = identifier_tokens(&input.name)
+            .last()
+            .is_some_and(|w| matches!(w.as_str(), "id" | "ids"));
+        let counts = matches!(input.ty, Type::Integer | Type::Number)
+            && !PAGING.contains(&input.name.as_str());
+        input.location == Location::Path || is_id || counts
+    });
+    !takes_a_number && gives_a_number(request)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +310,28 @@ mod tests {
     }
 
     #[test]
+    fn a_read_that_takes_no_number_is_not_for_a_numbered_thing() {
+        let catalog = discourse();
+        let get = |id| catalog.get(id).unwrap();
+        let wrote = "Member number 2981 can't sign up. Pull up her record as staff see it.";
+        assert!(leaves_a_number_unused(wrote, get("adminListUsers")));
+        assert!(leaves_a_number_unused(
+            "What's going on in the Tree Adoption section, number 14?",
+            get("listCategories")
+        ));
+        // A read that takes the number, or a request that gives none.
+        assert!(!leaves_a_number_unused(wrote, get("adminGetUser")));
+        assert!(!leaves_a_number_unused(
+            "Which meetups are on the calendar in category 12?",
+            get("listEvents")
+        ));
+        assert!(!leaves_a_number_unused(
+            "Show me every account, newest first.",
+            get("adminListUsers")
+        ));
+    }
+
+    #[test]
     fn no_labelled_request_for_a_list_names_one_thing_of_its_kind() {
         // Over every request of `docs/data/actions` for an operation that lists: none names
         // one thing of the kind listed. Requests for a read of one such thing mostly do.
@@ -319,8 +363,12 @@ mod tests {
             let Some(action) = catalog.get(request["operation_id"].as_str().unwrap()) else {
                 continue;
             };
-            if across_one_named(request["request"].as_str().unwrap(), action) {
+            let text = request["request"].as_str().unwrap();
+            if across_one_named(text, action) {
                 wrong.push(format!("{file} {}: across", request["id"]));
+            }
+            if leaves_a_number_unused(text, action) {
+                wrong.push(format!("{file} {}: a number unused: {text}", request["id"]));
             }
         }
         println!("{named_items} of {items} requests for one thing of a listed kind name it");

@@ -332,6 +332,12 @@ fn number_for_id(messages: &[String], held: &[&Value]) -> Option<(String, &'stat
     the_one(written).map(|n| (n, "the one number the user wrote after a name for a thing"))
 }
 
+/// Whether `text` (the user's) gives a thing's number: one marked as a number ("number 14",
+/// "#14") or written after a name for a thing ("topic 3318"), as [`number_for_id`] reads them.
+pub(crate) fn gives_a_number(text: &str) -> bool {
+    !marked_numbers(text).is_empty() || !named_numbers(text).is_empty()
+}
+
 /// The numbers of [`plain_numbers`] that `text` writes right after a word of letters that
 /// names a thing ("thread 5120", "user 4471", "thread, 5120"), not after one that comes before a count ("with
 /// 18 members", "within 24 hours", "the top 10"): a number that names a thing follows its

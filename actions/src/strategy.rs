@@ -42,7 +42,7 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
-use crate::kinds::{across_one_named, names_one_listed, reads_one_of};
+use crate::kinds::{across_one_named, leaves_a_number_unused, names_one_listed, reads_one_of};
 use crate::lacking::drop_lacking;
 use crate::narrowed::narrower_than_asked;
 use crate::opposed::opposes;
@@ -1403,13 +1403,16 @@ impl Actions {
         // One that reads a part of what the request asks for ("sent" messages for "her
         // inbox, both what she received and what she sent") is not picked either.
         // Nor is one that reads across every thing of a kind for a request that names one
-        // ("From topic 3318…" and `List latest posts across topics`).
+        // ("From topic 3318…" and `List latest posts across topics`), or a read with nowhere
+        // to put the thing's number the request gives ("member number 2981").
         let narrowed: Vec<usize> = allowed
             .iter()
             .copied()
             .filter(|&k| {
                 let action = lines[shortlist[k]].1;
-                narrower_than_asked(action, request) || across_one_named(request, action)
+                narrower_than_asked(action, request)
+                    || across_one_named(request, action)
+                    || leaves_a_number_unused(request, action)
             })
             .collect();
         let ruled_out = |k: &usize| opposed.contains(k) || narrowed.contains(k);
@@ -1470,7 +1473,8 @@ impl Actions {
             )])
             .chain((open > 0 && !narrowed.is_empty()).then(|| {
                 format!(
-                    "asks for another part than {} reads: not picked",
+                    "not {}: reads a part or all of a kind where the request asks for another, \
+                     or has no input for the number it gives",
                     ids_of(&narrowed)
                 )
             }))
