@@ -12,7 +12,27 @@ use crate::review::{token, tokens};
 
 /// Words of an operation's summary that narrow it to a part, each with the words that name
 /// what the part leaves out: messages sent leave out those received, that an inbox holds.
-const PARTS: [(&str, &[&str]); 1] = [("sent", &["inbox", "inboxes", "received", "incoming"])];
+const PARTS: [(&str, &[&str]); 2] = [
+    ("sent", &["inbox", "inboxes", "received", "incoming"]),
+    // A site's basic info leaves out its categories, groups and the rest of its setup.
+    ("basic", BEYOND_BASICS),
+];
+
+/// Words that ask for more than a site's basics (its title, description and logo).
+const BEYOND_BASICS: &[&str] = &[
+    "category",
+    "categories",
+    "subcategories",
+    "section",
+    "sections",
+    "groups",
+    "trust",
+    "everything",
+    "whole",
+    "full",
+    "complete",
+    "entire",
+];
 
 /// Whether `action` reads a part of what the request `sought` (read without its negated
 /// clauses) asks for: its summary narrows it to a part ([`PARTS`]) and the request names what
@@ -116,6 +136,26 @@ mod tests {
         ] {
             assert!(!narrower_than_asked(by_flag, wrote), "{wrote}");
         }
+    }
+
+    #[test]
+    fn a_sites_basics_are_narrower_than_its_categories_or_whole_setup() {
+        let catalog = Catalog::parse(
+            r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+                "/site/basic-info.json": {"get": {"operationId": "basic", "summary": "Get site basic info"}}}}"#,
+        )
+        .unwrap();
+        let basic = catalog.get("basic").unwrap();
+        let beyond = |wrote: &str| narrower_than_asked(basic, &affirmed(wrote));
+        assert!(asked(
+            "Pull the full site info, every category and the trust levels."
+        ));
+        assert!(!asked(
+            "Just the forum's title and logo, not every category and group."
+        ));
+        assert!(!asked(
+            "What are our forum's title and logo? I don't need the whole setup."
+        ));
     }
 
     #[test]
