@@ -147,13 +147,13 @@ mod tests {
         .unwrap();
         let basic = catalog.get("basic").unwrap();
         let beyond = |wrote: &str| narrower_than_asked(basic, &affirmed(wrote));
-        assert!(asked(
+        assert!(beyond(
             "Pull the full site info, every category and the trust levels."
         ));
-        assert!(!asked(
+        assert!(!beyond(
             "Just the forum's title and logo, not every category and group."
         ));
-        assert!(!asked(
+        assert!(!beyond(
             "What are our forum's title and logo? I don't need the whole setup."
         ));
     }
