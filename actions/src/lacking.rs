@@ -62,6 +62,8 @@ const REACH: usize = 8;
 /// whether punctuation that ends a clause follows it.
 struct Word {
     text: String,
+    /// The word without a possessive "'s" where it has one ("post" of "post's").
+    owner: Option<String>,
     clause_ends: bool,
     /// Whether a `.`, `!` or `?` follows it.
     sentence_ends: bool,
@@ -75,6 +77,7 @@ fn words_of(text: &str) -> Vec<Word> {
             // The last word ends its clause and sentence.
             let last = word.after.is_empty();
             Word {
+                owner: word.text.strip_suffix("'s").map(str::to_string),
                 text: word.text.replace('\'', ""),
                 clause_ends: last || holds(&word.after, &CLAUSE_MARKS),
                 sentence_ends: last || holds(&word.after, &SENTENCE_MARKS),
@@ -207,6 +210,28 @@ fn named_by_lack<'a>(
                     .input(name)
                     .is_some_and(|input| matches!(input.ty, Type::Array(_)))
         });
+    }
+    // "the post's number": the number of a post is its id, `post_id` or else `id`, not
+    // another input that has "post" in its name (`post_action_type_id`).
+    let owned = clause.windows(2).find_map(|pair| {
+        let owner = pair[0].owner.as_deref()?;
+        names_for("id").contains(&pair[1].text).then_some(owner)
+    });
+    if let Some(owner) = owned {
+        let own_id = [token(owner), "id".to_string()];
+        let id_of = |tokens: &[String]| tokens == own_id || tokens == ["id"];
+        let of_owner: Vec<&str> = named
+            .iter()
+            .filter(|(_, tokens)| id_of(tokens))
+            .map(|(name, _)| *name)
+            .collect();
+        let exact = of_owner
+            .iter()
+            .find(|name| identifier_tokens(name) == own_id)
+            .or(of_owner.first());
+        if let Some(name) = exact {
+            best = vec![name];
+        }
     }
     let chosen = match best.as_slice() {
         [one] => Some(*one),
@@ -637,6 +662,14 @@ paths:
                 "Flag post 66 as spam; I don't know spam's action type number."
             ),
             ["post_action_type_id"]
+        );
+        // A thing's number is its id, whatever other input has the thing's word.
+        assert_eq!(
+            lacking(
+                &flag,
+                "Give Dave's post a like from me. I don't know the post's number though."
+            ),
+            ["id"]
         );
     }
 

@@ -23,6 +23,13 @@ const FALLS_SHORT: [[&str; 2]; 6] = [
     ["isn’t", "enough"],
 ];
 
+/// Words that join the last things of a list ("groups or settings").
+const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
+
+/// The most words of a list's last part after a comma that a negation before it reaches
+/// ("…, groups or settings.").
+const LIST_TAIL: usize = 4;
+
 /// How a clause that opens with "no" ends when it says its thing is not wanted ("no password
 /// reset needed").
 const NOT_NEEDED: [&str; 4] = ["needed", "necessary", "required", "wanted"];
@@ -148,7 +155,9 @@ pub(crate) fn affirmed(request: &str) -> String {
             || (word.lower == "no" && lower(at + 1) == "need" && lower(at + 2) == "to")
             // "…; no password reset needed."
             || (word.lower == "no" && to >= at + 2 && NOT_NEEDED.contains(&lower(to - 1)))
-            || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"));
+            || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"))
+            // "so none of the sections, groups or settings"
+            || (word.lower == "none" && lower(at + 1) == "of");
         // "not the…", "rather than…", "instead of…": anywhere; "… won't do": a whole clause.
         let opens_here = (word.lower == "not"
             && (NOT_BEFORE.contains(&lower(at + 1))
@@ -169,6 +178,26 @@ pub(crate) fn affirmed(request: &str) -> String {
             at += 1;
             continue;
         };
+        // A list of things negated ("not the categories", "none of the sections") goes on
+        // past its comma: ", groups or settings."
+        let negates_things = matches!(word.lower.as_str(), "not" | "none" | "rather" | "instead");
+        let mut to = to;
+        while negates_things && to < words.len() {
+            let tail = clause_end(to);
+            let after_comma = request[words[to - 1].end..words[to].start].contains(',');
+            let ends_sentence = request[words[tail - 1].end..]
+                .trim_start()
+                .chars()
+                .next()
+                .is_none_or(|c| matches!(c, '.' | '!' | '?'));
+            let listed = tail - to <= LIST_TAIL
+                && !JOINERS.contains(&lower(to))
+                && (to..tail).any(|k| LIST_JOINS.contains(&lower(k)));
+            if !(after_comma && ends_sentence && listed) || words[to].quoted {
+                break;
+            }
+            to = tail;
+        }
         cut.push((words[from].start, words[to - 1].end));
         at = to;
     }
@@ -265,6 +294,19 @@ mod tests {
             (
                 "Sign him out everywhere; no password reset needed. I don't have his number.",
                 "Sign him out everywhere. I don't have his number.",
+            ),
+            (
+                "Just the forum's name and logo. It's for a poster, so none of the sections, groups or settings.",
+                "Just the forum's name and logo. It's for a poster.",
+            ),
+            (
+                "Show me the site's name, not the categories, groups or trust levels.",
+                "Show me the site's name.",
+            ),
+            // A clause after one that says not to do something is not a list of its things.
+            (
+                "Don't delete topic 7, archive or close it.",
+                "archive or close it.",
             ),
             (
                 "Don't create anything yet. Show me every badge we have.",
