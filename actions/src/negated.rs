@@ -23,6 +23,19 @@ const FALLS_SHORT: [[&str; 2]; 6] = [
     ["isn’t", "enough"],
 ];
 
+/// How a clause ends that says its thing stays as it is ("keep her handle as it is", "the
+/// name stays unchanged").
+const AS_IT_IS: [&[&str]; 5] = [
+    &["as", "it", "is"],
+    &["as", "they", "are"],
+    &["as", "is"],
+    &["unchanged"],
+    &["the", "same"],
+];
+
+/// Verbs of a clause that says its thing stays as it is.
+const STAYS: [&str; 4] = ["stays", "stay", "remains", "remain"];
+
 /// Words that join the last things of a list ("groups or settings").
 const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
@@ -129,6 +142,16 @@ pub(crate) fn affirmed(request: &str) -> String {
         to
     };
     let lower = |at: usize| words.get(at).map_or("", |w: &Word| w.lower.as_str());
+    // Whether the clause ending before `to` ends saying its thing stays as it is.
+    let ends_as_it_is = |to: usize| {
+        AS_IT_IS.iter().any(|ending| {
+            to >= ending.len()
+                && ending
+                    .iter()
+                    .enumerate()
+                    .all(|(k, w)| lower(to - ending.len() + k) == *w)
+        })
+    };
     let mut cut: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
     while at < words.len() {
@@ -157,7 +180,9 @@ pub(crate) fn affirmed(request: &str) -> String {
             || (word.lower == "no" && to >= at + 2 && NOT_NEEDED.contains(&lower(to - 1)))
             || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"))
             // "so none of the sections, groups or settings"
-            || (word.lower == "none" && lower(at + 1) == "of");
+            || (word.lower == "none" && lower(at + 1) == "of")
+            // "keep his handle exactly as it is"
+            || (matches!(word.lower.as_str(), "keep" | "leave") && ends_as_it_is(to));
         // "not the…", "rather than…", "instead of…": anywhere; "… won't do": a whole clause.
         let opens_here = (word.lower == "not"
             && (NOT_BEFORE.contains(&lower(at + 1))
@@ -166,7 +191,17 @@ pub(crate) fn affirmed(request: &str) -> String {
             || (word.lower == "instead" && lower(at + 1) == "of")
             || (word.opens_clause
                 && to >= at + 2
-                && FALLS_SHORT.contains(&[lower(to - 2), lower(to - 1)]));
+                && FALLS_SHORT.contains(&[lower(to - 2), lower(to - 1)]))
+            // "Her login name stays exactly as it is": a whole clause, or its part from
+            // the last "and" or "but" before the verb ("his username is kev_covers and that
+            // should stay as it is").
+            || ((word.opens_clause || matches!(word.lower.as_str(), "and" | "but"))
+                && (at + 1..to)
+                    .find(|&k| STAYS.contains(&lower(k)))
+                    .is_some_and(|verb| {
+                        !(at + 1..verb).any(|k| matches!(lower(k), "and" | "but"))
+                    })
+                && ends_as_it_is(to));
         let opens_negation = if word.quoted {
             None
         } else if opens_at_a_clause {
@@ -302,6 +337,18 @@ mod tests {
             (
                 "Show me the site's name, not the categories, groups or trust levels.",
                 "Show me the site's name.",
+            ),
+            (
+                "Change the name on jsmith's profile to John Smith. His login name stays exactly as it is.",
+                "Change the name on jsmith's profile to John Smith.",
+            ),
+            (
+                "Show Kim Adeyemi as her full name, keep her handle as it is, please.",
+                "Show Kim Adeyemi as her full name, please.",
+            ),
+            (
+                "Change it to Kevin; his username is kev_c and that should stay as it is.",
+                "Change it to Kevin; his username is kev_c.",
             ),
             // A clause after one that says not to do something is not a list of its things.
             (
