@@ -176,6 +176,9 @@ pub(crate) fn affirmed(request: &str) -> String {
                 && negation(at + 1)
                 && DO_WITHOUT.contains(&lower(at + if lower(at + 1) == "do" { 3 } else { 2 })))
             || (word.lower == "no" && lower(at + 1) == "need" && lower(at + 2) == "to")
+            // "there's no need to email me": from "there".
+            || (word.lower == "there's" || word.lower == "there’s" || (word.lower == "there" && lower(at + 1) == "is"))
+                && (at + 1..(at + 3).min(to)).any(|k| lower(k) == "no" && lower(k + 1) == "need")
             // "…; no password reset needed."
             || (word.lower == "no" && to >= at + 2 && NOT_NEEDED.contains(&lower(to - 1)))
             || (word.lower == "leave" && (at + 1..to).any(|k| lower(k) == "alone"))
@@ -349,6 +352,10 @@ mod tests {
             (
                 "Change it to Kevin; his username is kev_c and that should stay as it is.",
                 "Change it to Kevin; his username is kev_c.",
+            ),
+            (
+                "Download backup b1.tar.gz for me, and there's no need to email me about it.",
+                "Download backup b1.tar.gz for me.",
             ),
             // A clause after one that says not to do something is not a list of its things.
             (
