@@ -238,9 +238,9 @@ fn past_lead_in(sentence: &str) -> &str {
 /// The most words after the first of a lead-in clause ([`past_lead_in`]).
 const LEAD_IN_WORDS: usize = 12;
 
-/// Words that open a short clause of time before an order ("Before we start, …", "First,
-/// …", "Once that's done, …"): [`past_lead_in`].
-const LEAD_INS: [&str; 6] = ["before", "first", "then", "after", "once", "next"];
+/// Words that open a short clause of time or purpose before an order ("Before we start, …",
+/// "First, …", "Once that's done, …", "For the end-of-summer gala, …"): [`past_lead_in`].
+const LEAD_INS: [&str; 7] = ["before", "first", "then", "after", "once", "next", "for"];
 
 /// Whether an order opening with `verb` (and `after`, the word after it) changes something
 /// whatever follows: one of [`CHANGING_VERBS`], "Get rid of…" or "Take down…" ("get" and
@@ -3108,6 +3108,7 @@ mod tests {
             "We're designing a badge. Before we start, show me every badge there is.",
             "Before anyone adds a badge for the spring rapid-play, show me every badge we have.",
             "Member 2981 can't sign up. Pull up her record as staff see it.",
+            "For the newsletter, show me the most popular threads this month.",
         ];
         let changes = [
             "Give post 90412 a like from my account.",
@@ -3126,6 +3127,7 @@ mod tests {
             "Someone posted a jibe at the umpire. Take down just that one reply, post 30418.",
             "Thread 6044 duplicates the nets rota. Scrap it altogether.",
             "Thread 6290 is a duplicate. Take the whole thread down, not just its first post.",
+            "For the end-of-summer gala, set up a new tag grouping called Gala Events.",
         ];
         let neither = [
             "Pull the whole moderators team into discussion 9021.",
