@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::action::{Action, Type};
 use crate::review::{
-    identifier_tokens, same_word, squash, text_words, token, value_words, Reviewed,
+    identifier_tokens, same_word, squash, text_words, token, value_words, Reviewed, LIST_JOINS,
 };
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
@@ -44,9 +44,6 @@ const CLAUSE_ENDS: [&str; 7] = ["but", "and", "though", "although", "so", "becau
 /// Plural words for ids, which name an input that takes a list of them ("I didn't note their
 /// numbers": `post_ids[]`, not the thread's `id`).
 const PLURAL_NAMES: [&str; 3] = ["numbers", "ids", "identifiers"];
-
-/// Words that join the choices of a list ("gold, silver or bronze").
-const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
 /// How many words may stand between a word that joins listed choices and the next choice
 /// ("and the whole year").

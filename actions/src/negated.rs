@@ -6,6 +6,8 @@
 //! set as a trap is named. [`affirmed`] is the request without them, for finding and picking
 //! the operation (the calls still read the whole request).
 
+use crate::review::LIST_JOINS;
+
 /// Words that open a negated clause at its start ("…, don't clear anything").
 const NEGATIONS: [&str; 4] = ["dont", "don't", "don’t", "never"];
 
@@ -35,9 +37,6 @@ const AS_IT_IS: [&[&str]; 5] = [
 
 /// Verbs of a clause that says its thing stays as it is.
 const STAYS: [&str; 4] = ["stays", "stay", "remains", "remain"];
-
-/// Words that join the last things of a list ("groups or settings").
-const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
 
 /// The most words of a list's last part after a comma that a negation before it reaches
 /// ("…, groups or settings.").

@@ -1182,6 +1182,9 @@ fn without_wishes(mut words: Vec<String>) -> Vec<String> {
     words
 }
 
+/// Words that join the things of a list ("gold, silver or bronze", "groups or settings").
+pub(crate) const LIST_JOINS: [&str; 3] = ["or", "and", "nor"];
+
 /// The whitespace-separated words of `text` without the punctuation around them.
 pub(crate) fn bare_words(text: &str) -> impl Iterator<Item = &str> {
     text.split_whitespace()
