@@ -9,7 +9,7 @@
 //! (`/tag_groups/{id}.json`, `/tag/{name}.json`, `/groups/{name}/members.json`).
 
 use crate::action::{Action, Location, Type};
-use crate::review::{gives_a_number, identifier_tokens, text_words};
+use crate::review::{gives_a_number, identifier_tokens, possessive_owner, text_words};
 
 /// Words that can follow a noun phrase that has ended: "the varroa tag is…", "the group our
 /// crew uses", "post 512 for me", "the arbiters group set up". A kind's word followed by another word ("the backup
@@ -141,7 +141,8 @@ pub(crate) fn names_one(request: &str, kind: &[String]) -> bool {
         ends && (from..at).rev().take_while(|&k| !not_one(k)).any(|k| {
             let w = &words[k];
             let definite = DEFINITE.contains(&w.text.as_str())
-                || (w.text.ends_with("'s") && !CONTRACTIONS.contains(&w.text.as_str()));
+                || (possessive_owner(&w.text).is_some()
+                    && !CONTRACTIONS.contains(&w.text.as_str()));
             definite && !(k > 0 && not_one(k - 1))
         })
     })

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::action::{Action, Type};
 use crate::review::{
-    identifier_tokens, same_word, squash, text_words, token, value_words, Reviewed, LIST_JOINS,
+    identifier_tokens, possessive_owner, same_word, squash, text_words, token, value_words,
+    Reviewed, LIST_JOINS,
 };
 
 /// Words that say on their own that the user lacks what follows ("lost the identifier").
@@ -74,7 +75,7 @@ fn words_of(text: &str) -> Vec<Word> {
             // The last word ends its clause and sentence.
             let last = word.after.is_empty();
             Word {
-                owner: word.text.strip_suffix("'s").map(str::to_string),
+                owner: possessive_owner(&word.text).map(str::to_string),
                 text: word.text.replace('\'', ""),
                 clause_ends: last || holds(&word.after, &CLAUSE_MARKS),
                 sentence_ends: last || holds(&word.after, &SENTENCE_MARKS),

@@ -970,11 +970,7 @@ impl Words {
             words: without_wishes(tokens(text)),
             // A code takes no apostrophe: "jumping_jill's profile" writes `jumping_jill`.
             codes: bare_words(text)
-                .map(|word| {
-                    word.strip_suffix("'s")
-                        .or_else(|| word.strip_suffix("\u{2019}s"))
-                        .unwrap_or(word)
-                })
+                .map(|word| possessive_owner(word).unwrap_or(word))
                 .filter(|word| is_code(word))
                 .map(str::to_string)
                 .collect(),
@@ -1180,6 +1176,13 @@ fn without_wishes(mut words: Vec<String>) -> Vec<String> {
         words.remove(at);
     }
     words
+}
+
+/// The word a possessive "'s" (or "’s") ends, without it ("post" of "post's"); `None` where
+/// `word` has none.
+pub(crate) fn possessive_owner(word: &str) -> Option<&str> {
+    word.strip_suffix("'s")
+        .or_else(|| word.strip_suffix("\u{2019}s"))
 }
 
 /// Words that join the things of a list ("gold, silver or bronze", "groups or settings").
