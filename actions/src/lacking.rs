@@ -216,18 +216,14 @@ fn named_by_lack<'a>(
         names_for("id").contains(&pair[1].text).then_some(owner)
     });
     if let Some(owner) = owned {
-        let own_id = [token(owner), "id".to_string()];
-        let id_of = |tokens: &[String]| tokens == own_id || tokens == ["id"];
-        let of_owner: Vec<&str> = named
-            .iter()
-            .filter(|(_, tokens)| id_of(tokens))
-            .map(|(name, _)| *name)
-            .collect();
-        let exact = of_owner
-            .iter()
-            .find(|name| identifier_tokens(name) == own_id)
-            .or(of_owner.first());
-        if let Some(name) = exact {
+        let named_by = |wanted: &[String]| {
+            named
+                .iter()
+                .find(|(_, tokens)| tokens == wanted)
+                .map(|(name, _)| *name)
+        };
+        let own_id = named_by(&[token(owner), "id".to_string()]);
+        if let Some(name) = own_id.or_else(|| named_by(&["id".to_string()])) {
             best = vec![name];
         }
     }
