@@ -56,9 +56,9 @@ const NOT_BEFORE: [&str; 13] = [
 ];
 
 /// Words after a "not" that opens a clause that make it negate what is named next (", not
-/// everything in his inbox", ", not what landed there"); after a verb they do not ("renaming
-/// it is not what I want").
-const NOT_OPENING: [&str; 4] = ["everything", "what", "what's", "what’s"];
+/// everything in his inbox", ", not what landed there", ", not anything she received");
+/// after a verb they do not ("renaming it is not what I want").
+const NOT_OPENING: [&str; 5] = ["everything", "anything", "what", "what's", "what’s"];
 
 /// Marks that end the clause a negation is about.
 fn ends_clause(c: char) -> bool {
@@ -327,6 +327,10 @@ mod tests {
             (
                 "Only the ones he wrote, not everything in his inbox.",
                 "Only the ones he wrote.",
+            ),
+            (
+                "Only the ones she wrote, not anything she received.",
+                "Only the ones she wrote.",
             ),
             (
                 "Sign him out everywhere; no password reset needed. I don't have his number.",
