@@ -54,6 +54,7 @@ mod lacking;
 mod narrowed;
 mod negated;
 mod opposed;
+mod probe;
 mod record;
 mod review;
 mod schema;

@@ -24,6 +24,7 @@
 //! `max_cycles` (the turn budget), `stopped` or `nothing_retrieved`.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -46,6 +47,7 @@ use crate::kinds::{across_one_named, leaves_a_number_unused, names_one_listed, r
 use crate::lacking::drop_lacking;
 use crate::narrowed::narrower_than_asked;
 use crate::opposed::opposes;
+use crate::probe::Probe;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
 use crate::review::{numbered_id, review, squash, unmentioned_parents};
 use crate::spec::Catalog;
@@ -82,8 +84,18 @@ const NONE_MARGIN: f32 = 1.0;
 /// The weight of nearness in a weighed pick ([`Actions::nearness_weight`]): 10.
 const NEARNESS_WEIGHT: f32 = 10.0;
 
-/// The weight of nearness where examples were given in a file: 30.
+/// The weight of nearness where examples were given in a file: 30, or 15 beside the probe
+/// ([`Actions::probe_weight`]).
 const NEARNESS_WEIGHT_GIVEN: f32 = 30.0;
+const NEARNESS_WEIGHT_BESIDE_PROBE: f32 = 15.0;
+
+/// The weight of the vote ([`Actions::vote_weight`]): 10, or 5 beside the probe.
+const VOTE_WEIGHT: f32 = 10.0;
+const VOTE_WEIGHT_BESIDE_PROBE: f32 = 5.0;
+
+/// The weight of the probe where examples were given in a file ([`Actions::probe_weight`]):
+/// 4.
+const PROBE_WEIGHT_GIVEN: f32 = 4.0;
 
 /// How many of the example requests nearest to the request vote in a weighed pick
 /// ([`Actions::vote_weight`]): 5.
@@ -541,8 +553,9 @@ pub struct Actions {
     /// as examples, replayed on the 420 recorded picks of held-out 14 to 27, 30 took the pick
     /// from 316 to 337 right, and to 347 with the vote (row 34, row 37).
     pub nearness_weight: Option<f32>,
-    /// The weight of the vote in a weighed pick: 10, where the index holds example requests
-    /// (0 turns it off). The [`VOTE_K`] example requests nearest to the request vote for
+    /// The weight of the vote in a weighed pick, where the index holds example requests;
+    /// `None`, the default: 10, or 5 beside the probe ([`Actions::probe_weight`]). 0 turns
+    /// it off. The [`VOTE_K`] example requests nearest to the request vote for
     /// their operations, each by the softmax of its similarity ([`VOTE_TEMPERATURE`]); each
     /// listed operation gets this weight times its share of the vote, and the operation with
     /// the largest share is always listed. Nearness counts the one nearest text; the vote
@@ -551,7 +564,18 @@ pub struct Actions {
     /// requests of the sets before each given as examples, it took the pick from 337 to 347
     /// right (nearness weight 30): `docs/results/actions-discourse/`, row 37. Tuned with
     /// requests given as examples (`walkrag index --examples-from`), not with written ones.
-    pub vote_weight: f32,
+    pub vote_weight: Option<f32>,
+    /// The weight of the probe in a weighed pick; `None`, the default: 4 where some
+    /// operation's examples were given in a file ([`Action::examples_given`]), else 0 (off).
+    /// The probe is a softmax regression from a request's embedding to the operation it is
+    /// an example of, fit on every example request in the index the first time the strategy
+    /// runs with it (`probe.rs`: about 2.5 seconds for 1,500 requests here); each listed
+    /// operation gets this weight times the log of its probability (floored at 1e-4), and
+    /// the operation the probe finds likeliest is always listed. Beside it nearness weighs 15
+    /// and the vote 5, unless set. Replayed offline on the 630 recorded picks of the blind
+    /// sets 29 to 49, each with a probe fit on the sets before it, it took the pick from 513
+    /// to 562 right (`docs/results/actions-discourse/`, row 81).
+    pub probe_weight: Option<f32>,
     /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
     /// is also judged alone ("does this operation do exactly what the request asks?") in a
     /// third scoring call, and the pick adds this weight times log P(yes) − log P(no). At 8
@@ -586,6 +610,9 @@ pub struct Actions {
     pub grounding: bool,
     /// Stops from outside (Ctrl-C): checked before each model turn.
     pub control: Control,
+    /// The probe fit on the examples of the index last run with, by its generation's
+    /// directory (`None` inside where it holds too few).
+    probe: Mutex<Option<(PathBuf, Option<Arc<Probe>>)>>,
 }
 
 impl Actions {
@@ -610,7 +637,8 @@ impl Actions {
             list_weight: 2.0,
             calibration: 0.5,
             nearness_weight: None,
-            vote_weight: 10.0,
+            vote_weight: None,
+            probe_weight: None,
             judge_weight: 0.0,
             pick_model: None,
             max_turns: 6,
@@ -619,6 +647,7 @@ impl Actions {
             max_tokens: 256,
             grounding: true,
             control: Control::default(),
+            probe: Mutex::new(None),
         }
     }
 
@@ -678,21 +707,85 @@ impl Actions {
         votes
     }
 
+    /// Whether some operation's example requests were given in a file.
+    fn examples_given(&self) -> bool {
+        self.apis.iter().any(|api| {
+            api.catalog
+                .actions
+                .iter()
+                .any(|action| action.examples_given)
+        })
+    }
+
+    /// [`Actions::probe_weight`], or its default for these APIs' examples.
+    fn probe_weight(&self) -> f32 {
+        self.probe_weight.unwrap_or_else(|| {
+            if self.examples_given() {
+                PROBE_WEIGHT_GIVEN
+            } else {
+                0.0
+            }
+        })
+    }
+
     /// [`Actions::nearness_weight`], or its default for these APIs' examples.
     fn nearness_weight(&self) -> f32 {
         self.nearness_weight.unwrap_or_else(|| {
-            let given = self.apis.iter().any(|api| {
-                api.catalog
-                    .actions
-                    .iter()
-                    .any(|action| action.examples_given)
-            });
-            if given {
-                NEARNESS_WEIGHT_GIVEN
-            } else {
+            if !self.examples_given() {
                 NEARNESS_WEIGHT
+            } else if self.probe_weight() > 0.0 {
+                NEARNESS_WEIGHT_BESIDE_PROBE
+            } else {
+                NEARNESS_WEIGHT_GIVEN
             }
         })
+    }
+
+    /// [`Actions::vote_weight`], or its default beside the probe or without it.
+    fn vote_weight(&self) -> f32 {
+        self.vote_weight.unwrap_or_else(|| {
+            if self.probe_weight() > 0.0 {
+                VOTE_WEIGHT_BESIDE_PROBE
+            } else {
+                VOTE_WEIGHT
+            }
+        })
+    }
+
+    /// The probe of `index`'s example requests ([`Actions::probe_weight`]), fit the first
+    /// time it is asked for; `None` where its weight is 0 or the index holds examples of
+    /// fewer than two of these APIs' operations.
+    fn probe(&self, index: &Index) -> Option<Arc<Probe>> {
+        if self.probe_weight() <= 0.0 {
+            return None;
+        }
+        let mut kept = self.probe.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((generation, probe)) = kept.as_ref() {
+            if generation == index.generation() {
+                return probe.clone();
+            }
+        }
+        let started = Instant::now();
+        let ids: Vec<(usize, String)> = (0..index.len())
+            .filter_map(|row| {
+                let c = index.chunk(row);
+                self.is_known(&c, &[EXAMPLE_KIND])
+                    .then(|| (row, operation_of(&c)))
+            })
+            .collect();
+        let examples: Vec<(&[f32], &str)> = ids
+            .iter()
+            .map(|(row, id)| (index.vector(*row), id.as_str()))
+            .collect();
+        let probe = Probe::fit(&examples).map(Arc::new);
+        tracing::info!(
+            examples = examples.len(),
+            operations = probe.as_ref().map_or(0, |p| p.ids().len()),
+            seconds = started.elapsed().as_secs_f32(),
+            "fit the probe on the index's example requests"
+        );
+        *kept = Some((index.generation().to_path_buf(), probe.clone()));
+        probe
     }
 
     fn knows(&self, id: &str) -> bool {
@@ -1264,7 +1357,8 @@ impl Actions {
                 .take(self.pick_k)
                 .map(|(i, _)| i)
                 .collect();
-        let votes = if self.vote_weight > 0.0 && self.most_examples() > 0 {
+        let vote_weight = self.vote_weight();
+        let votes = if vote_weight > 0.0 && self.most_examples() > 0 {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
             let votes = self.votes(run.env.index, &run.env.search, &vector);
@@ -1278,6 +1372,24 @@ impl Actions {
             Some(votes)
         } else {
             None
+        };
+        // The log-probability the probe gives each line's operation; its likeliest is listed.
+        let probe_weight = self.probe_weight();
+        let probed = match self.probe(run.env.index) {
+            Some(probe) => {
+                let vector = run.embedding(request)?;
+                let p = probe.probabilities(&vector);
+                let logs: Vec<f32> = lines
+                    .iter()
+                    .map(|(id, _)| probe.log_probability(&p, id))
+                    .collect();
+                let likeliest = (0..lines.len()).max_by(|&i, &j| logs[i].total_cmp(&logs[j]));
+                if let Some(at) = likeliest.filter(|at| !shortlist.contains(at)) {
+                    shortlist.push(at);
+                }
+                Some(logs)
+            }
+            _ => None,
         };
         shortlist.sort_unstable();
         let list: Vec<String> = shortlist.iter().map(|&i| lines[i].1.line()).collect();
@@ -1372,8 +1484,16 @@ impl Actions {
             .map(|k| {
                 let judgment = judged.as_ref().map_or(0.0, |j| self.judge_weight * j[k]);
                 let nearness = near.as_ref().map_or(0.0, |v| nearness_weight * v[k]);
-                let vote = share(k).map_or(0.0, |v| self.vote_weight * v);
-                asked[shortlist[k]] + self.list_weight * listed[k] + judgment + nearness + vote
+                let vote = share(k).map_or(0.0, |v| vote_weight * v);
+                let probe = probed
+                    .as_ref()
+                    .map_or(0.0, |p| probe_weight * p[shortlist[k]]);
+                asked[shortlist[k]]
+                    + self.list_weight * listed[k]
+                    + judgment
+                    + nearness
+                    + vote
+                    + probe
             })
             .collect();
         // A request that opens with a question ("Which users are suspended?") or a verb that
@@ -1459,8 +1579,12 @@ impl Actions {
                 let vote = share(k)
                     .map(|v| format!(", vote {v:.2}"))
                     .unwrap_or_default();
+                let probe = probed
+                    .as_ref()
+                    .map(|p| format!(", probe {:.2}", p[i]))
+                    .unwrap_or_default();
                 format!(
-                    "{}: request {:.2}, list {}{judgment}{nearness}{vote}, total {:.2}",
+                    "{}: request {:.2}, list {}{judgment}{nearness}{vote}{probe}, total {:.2}",
                     lines[i].0,
                     asked[i],
                     list_text(asked_list[k], blank.get(k)),
@@ -1913,7 +2037,8 @@ impl Strategy for Actions {
             "list_weight": self.list_weight,
             "calibration": self.calibration,
             "nearness_weight": self.nearness_weight(),
-            "vote_weight": self.vote_weight,
+            "vote_weight": self.vote_weight(),
+            "probe_weight": self.probe_weight(),
             "judge_weight": self.judge_weight,
             "pick_model": self.pick_model.as_ref().map(|m| m.id()),
             "max_turns": self.max_turns,

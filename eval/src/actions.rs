@@ -174,6 +174,9 @@ pub struct ActionSettings {
     /// The weight of the nearest example requests' vote in a weighed pick
     /// ([`Actions::vote_weight`]; the strategy's default when `None`).
     pub vote_weight: Option<f32>,
+    /// The weight of the probe fit on the example requests in a weighed pick
+    /// ([`Actions::probe_weight`]; the strategy's default when `None`).
+    pub probe_weight: Option<f32>,
     /// The model that writes the guess and weighs the pick ([`Actions::pick_model`]; the chat
     /// model when `None`).
     pub pick_model: Option<Arc<dyn ChatModel>>,
@@ -197,6 +200,7 @@ impl std::fmt::Debug for ActionSettings {
             .field("calibration", &self.calibration)
             .field("nearness_weight", &self.nearness_weight)
             .field("vote_weight", &self.vote_weight)
+            .field("probe_weight", &self.probe_weight)
             .field("pick_model", &self.pick_model.as_ref().map(|m| m.id()))
             .field("retries", &self.retries)
             .field("traces", &self.traces)
@@ -380,7 +384,10 @@ fn strategy_for(
         actions.nearness_weight = Some(weight);
     }
     if let Some(weight) = settings.vote_weight {
-        actions.vote_weight = weight;
+        actions.vote_weight = Some(weight);
+    }
+    if let Some(weight) = settings.probe_weight {
+        actions.probe_weight = Some(weight);
     }
     actions.pick_model = settings.pick_model.clone();
     Ok(actions)

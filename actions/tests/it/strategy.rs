@@ -1539,7 +1539,7 @@ async fn nearness_to_an_example_request_weighs_in_the_pick() {
     let weighed = |weight: f32| {
         move |actions: &mut Actions| {
             actions.nearness_weight = Some(weight);
-            actions.vote_weight = 0.0;
+            actions.vote_weight = Some(0.0);
         }
     };
     let catalog = notes_with_an_example;
@@ -1592,7 +1592,7 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
     let voting = |weight: f32| {
         move |actions: &mut Actions| {
             actions.nearness_weight = Some(0.0);
-            actions.vote_weight = weight;
+            actions.vote_weight = Some(weight);
         }
     };
 
@@ -1622,9 +1622,30 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
         .actions
         .iter_mut()
         .for_each(|a| a.examples_given = true);
-    let (_, config) =
-        pick_of_jottings(&server, given, |_| (), LEANING_TO_GET_NOTE, "exportNotes").await;
+    // Given in a file, the probe weighs 4 and beside it nearness 15 and the vote 5; without
+    // the probe, nearness weighs 30 and the vote 10.
+    let (_, config) = pick_of_jottings(
+        &server,
+        given.clone(),
+        |_| (),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
+    assert_eq!(config["probe_weight"], json!(4.0));
+    assert_eq!(config["nearness_weight"], json!(15.0));
+    assert_eq!(config["vote_weight"], json!(5.0));
+    let (_, config) = pick_of_jottings(
+        &server,
+        given,
+        |actions| actions.probe_weight = Some(0.0),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
+    assert_eq!(config["probe_weight"], json!(0.0));
     assert_eq!(config["nearness_weight"], json!(30.0));
+    assert_eq!(config["vote_weight"], json!(10.0));
     let (voted, config) = pick_of_jottings(
         &server,
         notes_with_examples(),
@@ -1667,7 +1688,7 @@ async fn the_operation_most_voted_for_is_listed_however_it_read() {
             let one = move |actions: &mut Actions| {
                 actions.nearness_weight = Some(0.0);
                 actions.pick_k = 1;
-                actions.vote_weight = weight;
+                actions.vote_weight = Some(weight);
             };
             let (pick, _) =
                 pick_of_jottings(server, notes_with_examples(), one, READINGS, "getNote").await;
@@ -1684,6 +1705,57 @@ async fn the_operation_most_voted_for_is_listed_however_it_read() {
     assert!(!export && get, "the shortlist of one is getNote: {text}");
     let (export, get, text) = listed(10.0).await;
     assert!(export && get, "exportNotes listed beside getNote: {text}");
+}
+
+#[tokio::test]
+async fn a_probe_fit_on_the_example_requests_weighs_in_the_pick() {
+    let server = Server::start().await;
+    let probing = |weight: f32| {
+        move |actions: &mut Actions| {
+            actions.nearness_weight = Some(0.0);
+            actions.vote_weight = Some(0.0);
+            actions.probe_weight = Some(weight);
+        }
+    };
+
+    let (by_readings, config) = pick_of_jottings(
+        &server,
+        notes_with_examples(),
+        probing(0.0),
+        LEANING_TO_GET_NOTE,
+        "getNote",
+    )
+    .await;
+    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
+    assert!(!by_readings.text.unwrap().contains("probe"));
+    assert_eq!(config["probe_weight"], json!(0.0));
+    // Two example requests of exportNotes and one of getNote: the request, about jottings
+    // put in a file, reads as exportNotes' by far.
+    let (probed, config) = pick_of_jottings(
+        &server,
+        notes_with_examples(),
+        probing(4.0),
+        LEANING_TO_GET_NOTE,
+        "exportNotes",
+    )
+    .await;
+    assert_eq!(probed.operation_id.as_deref(), Some("exportNotes"));
+    assert_eq!(config["probe_weight"], json!(4.0));
+    let text = probed.text.expect("the weights");
+    let log_p = |id: &str| term_of(&text, id, "probe");
+    assert!(log_p("exportNotes") > log_p("getNote"), "{text}");
+    assert!(log_p("exportNotes") > 0.5_f32.ln(), "{text}");
+    // An operation without examples reads the floor, ln 1e-4.
+    let others: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(", probe ") && !l.starts_with("exportNotes:"))
+        .filter(|l| !l.starts_with("getNote:"))
+        .collect();
+    assert!(!others.is_empty(), "{text}");
+    assert!(
+        others.iter().all(|l| l.contains(", probe -9.21,")),
+        "{text}"
+    );
 }
 
 #[tokio::test]

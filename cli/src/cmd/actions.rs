@@ -77,9 +77,17 @@ pub struct ActionFlags {
     /// actions: in a local model's weighed pick, where the index holds example requests, let
     /// the 5 nearest to the request vote for their operations (nearer ones count more) and
     /// add W times each listed operation's share of the vote; the operation most voted for
-    /// is always listed [default: 10; 0 turns it off].
+    /// is always listed [default: 10, or 5 beside the probe; 0 turns it off].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub vote_weight: Option<f32>,
+    /// actions: in a local model's weighed pick, where the index holds example requests, fit
+    /// a linear classifier (the probe) from a request's embedding to the operation it is an
+    /// example of, and add W times the log of each listed operation's probability; the
+    /// likeliest is always listed. Beside it nearness weighs 15 and the vote 5 unless set
+    /// [default: 4 where the index's examples were given with `walkrag index
+    /// --examples-from`, else 0, off].
+    #[arg(long, value_name = "W", value_parser = weight)]
+    pub probe_weight: Option<f32>,
     /// actions: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn: a larger
     /// local model such as local:qwen2.5-coder-1.5b tells near neighbours apart better (on
@@ -207,7 +215,10 @@ pub fn strategy(
         strategy.nearness_weight = Some(weight);
     }
     if let Some(weight) = flags.vote_weight {
-        strategy.vote_weight = weight;
+        strategy.vote_weight = Some(weight);
+    }
+    if let Some(weight) = flags.probe_weight {
+        strategy.probe_weight = Some(weight);
     }
     strategy.pick_model = super::load_other_model(flags.pick_model.as_deref(), model, "pick")?;
     Ok(strategy)

@@ -92,9 +92,16 @@ pub struct Args {
     nearness_weight: Option<f32>,
     /// With --spec: in the weighed pick, where the index holds example requests, let the 5
     /// nearest to the request vote for their operations and add W times each listed
-    /// operation's share of the vote [default: 10; 0 turns it off].
+    /// operation's share of the vote [default: 10, or 5 beside the probe; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     vote_weight: Option<f32>,
+    /// With --spec: in the weighed pick, where the index holds example requests, fit a linear
+    /// classifier (the probe) from a request's embedding to the operation it is an example
+    /// of and add W times the log of each listed operation's probability; the likeliest is
+    /// always listed. Beside it nearness weighs 15 and the vote 5 unless set [default: 4
+    /// where the index's examples were given with `index --examples-from`, else 0, off].
+    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
+    probe_weight: Option<f32>,
     /// With --spec: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn [default:
     /// --model].
@@ -297,6 +304,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         calibration: args.calibration,
         nearness_weight: args.nearness_weight,
         vote_weight: args.vote_weight,
+        probe_weight: args.probe_weight,
         pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
         retries: args.retries,
         traces: args.traces,

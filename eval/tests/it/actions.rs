@@ -49,6 +49,7 @@ fn settings() -> ActionSettings {
         calibration: None,
         nearness_weight: None,
         vote_weight: None,
+        probe_weight: None,
         pick_model: None,
         retries: 0,
         traces: true,
