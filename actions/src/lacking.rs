@@ -179,9 +179,9 @@ fn named_by_lack<'a>(
     let named: Vec<&(&str, Vec<String>)> = inputs
         .iter()
         .filter(|(_, tokens)| {
-            tokens
-                .last()
-                .is_some_and(|head| names_for(head).iter().any(|name| has(name)))
+            tokens.last().is_some_and(|head| {
+                names_for(head).iter().any(|name| has(name)) || compound_named(head, &clause)
+            })
         })
         .collect();
     // Of several, the one with the most words of its name in the clause, if only one has
@@ -245,6 +245,17 @@ fn named_by_lack<'a>(
                     .or_else(|| undecided_switch(action, words, at))
             })
             .flatten()
+    })
+}
+
+/// Whether `clause` names the one-word input name `head` that joins a word and "name"
+/// (`filename`) by those two words apart: "the file name", "the file's name".
+fn compound_named(head: &str, clause: &[&Word]) -> bool {
+    let Some(first) = head.strip_suffix("name").filter(|first| !first.is_empty()) else {
+        return false;
+    };
+    clause.windows(2).any(|pair| {
+        (pair[0].text == first || pair[0].owner.as_deref() == Some(first)) && pair[1].text == "name"
     })
 }
 
@@ -478,6 +489,13 @@ paths:
         - {name: id, in: path, required: true, schema: {type: integer}}
         - {name: "post_ids[]", in: query, required: true, schema: {type: integer}}
       responses: {"200": {description: ok}}
+  /admin/backups/{filename}:
+    get:
+      operationId: downloadBackup
+      parameters:
+        - {name: filename, in: path, required: true, schema: {type: string}}
+        - {name: token, in: query, required: true, schema: {type: string}}
+      responses: {"200": {description: ok}}
   /admin/backups.json:
     post:
       operationId: backUp
@@ -604,6 +622,23 @@ paths:
                 "Presign the talk video; I haven't decided on its file name yet."
             ),
             ["file_name"]
+        );
+    }
+
+    #[test]
+    fn a_one_word_name_is_lacked_by_its_two_words() {
+        let download = action(SPEC, "downloadBackup");
+        lacks(
+            &download,
+            "filename",
+            &[
+                "I have the token b41d7e93c0. Trouble is, I don't have the file's name.",
+                "Fetch the backup with token b41d7e93c0; I can't remember the file name.",
+            ],
+        );
+        lacks_nothing(
+            &download,
+            &["Download forum-2025.tar.gz, token b41d7e93c0. I don't have a name for it yet."],
         );
     }
 
