@@ -56,9 +56,17 @@ const NOT_BEFORE: [&str; 13] = [
 ];
 
 /// Words after a "not" that opens a clause that make it negate what is named next (", not
-/// everything in his inbox", ", not what landed there", ", not anything she received");
-/// after a verb they do not ("renaming it is not what I want").
-const NOT_OPENING: [&str; 5] = ["everything", "anything", "what", "what's", "what’s"];
+/// everything in his inbox", ", not what landed there", ", not anything she received", ",
+/// not whatever landed in her inbox"); after a verb they do not ("renaming it is not what I
+/// want").
+const NOT_OPENING: [&str; 6] = [
+    "everything",
+    "anything",
+    "whatever",
+    "what",
+    "what's",
+    "what’s",
+];
 
 /// Marks that end the clause a negation is about.
 fn ends_clause(c: char) -> bool {
@@ -331,6 +339,10 @@ mod tests {
             (
                 "Only the ones she wrote, not anything she received.",
                 "Only the ones she wrote.",
+            ),
+            (
+                "Only the ones she wrote herself, not whatever landed in her inbox.",
+                "Only the ones she wrote herself.",
             ),
             (
                 "Sign him out everywhere; no password reset needed. I don't have his number.",
