@@ -81,6 +81,7 @@ pub use record::{ActionRecord, ACTION_KIND, EXAMPLE_KIND};
 pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
 pub use spec::{is_openapi, parse_document, Catalog};
 pub use strategy::{
-    credential_question, missing_question, Actions, Api, Conversation, SYSTEM_PROMPT, TOOLS_PROMPT,
+    credential_question, missing_question, Actions, Api, Conversation, Probes, SYSTEM_PROMPT,
+    TOOLS_PROMPT,
 };
 pub use validate::{Invalid, Prepared, PreparedBody, Problem};

@@ -569,7 +569,8 @@ pub struct Actions {
     /// operation's examples were given in a file ([`Action::examples_given`]), else 0 (off).
     /// The probe is a softmax regression from a request's embedding to the operation it is
     /// an example of, fit on every example request in the index the first time the strategy
-    /// runs with it (`probe.rs`: about 2.5 seconds for 1,500 requests here); each listed
+    /// runs with it (`probe.rs`: about 2.5 seconds for 1,500 requests here) and kept in
+    /// [`Actions::probes`]; each listed
     /// operation gets this weight times the log of its probability (floored at 1e-4), and
     /// the operation the probe finds likeliest is always listed. Beside it nearness weighs 15
     /// and the vote 5, unless set. Replayed offline on the 630 recorded picks of the blind
@@ -610,9 +611,31 @@ pub struct Actions {
     pub grounding: bool,
     /// Stops from outside (Ctrl-C): checked before each model turn.
     pub control: Control,
-    /// The probe fit on the examples of the index last run with, by its generation's
-    /// directory (`None` inside where it holds too few).
-    probe: Mutex<Option<(PathBuf, Option<Arc<Probe>>)>>,
+    /// The probe fit on the examples of the index last run with ([`Actions::probe_weight`]).
+    /// Strategies built for one run (an eval builds one per request) share a clone of it, so
+    /// the probe is fit once.
+    pub probes: Probes,
+}
+
+/// The probe fit on an index's example requests, kept for the next request with that index;
+/// a clone shares it.
+#[derive(Clone, Default)]
+pub struct Probes(Arc<Mutex<Option<FittedProbe>>>);
+
+/// A probe and the index generation (directory) it was fit on; `None` where the index holds
+/// examples of fewer than two operations.
+type FittedProbe = (PathBuf, Option<Arc<Probe>>);
+
+impl std::fmt::Debug for Probes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("Probes")
+            .field(
+                "generation",
+                &kept.as_ref().map(|(generation, _)| generation),
+            )
+            .finish()
+    }
 }
 
 impl Actions {
@@ -647,7 +670,7 @@ impl Actions {
             max_tokens: 256,
             grounding: true,
             control: Control::default(),
-            probe: Mutex::new(None),
+            probes: Probes::default(),
         }
     }
 
@@ -759,7 +782,7 @@ impl Actions {
         if self.probe_weight() <= 0.0 {
             return None;
         }
-        let mut kept = self.probe.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.probes.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((generation, probe)) = kept.as_ref() {
             if generation == index.generation() {
                 return probe.clone();

@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use walkrag_actions::{
-    Actions, AlwaysYes, AuditLog, Catalog, Dispatch, Executor, ExecutorConfig, RequestPreview,
+    Actions, AlwaysYes, AuditLog, Catalog, Dispatch, Executor, ExecutorConfig, Probes,
+    RequestPreview,
 };
 use walkrag_core::ChatModel;
 use walkrag_engine::Index;
@@ -344,6 +345,7 @@ fn strategy_for(
     catalog: &Catalog,
     settings: &ActionSettings,
     audit: &AuditLog,
+    probes: &Probes,
 ) -> Result<Actions, EvalError> {
     let base_url = settings.base_url.clone().or_else(|| {
         let absolute = catalog
@@ -365,6 +367,7 @@ fn strategy_for(
     })?;
     // The harness confirms everything; whether it was asked is read from the audit log.
     let mut actions = Actions::new(catalog.clone(), executor, Arc::new(AlwaysYes));
+    actions.probes = probes.clone();
     if let Some(k) = settings.k {
         actions.k = k;
     }
@@ -422,12 +425,15 @@ pub async fn run(
     if restart {
         discard(out, &[RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE])?;
     }
-    let probe = strategy_for(catalog, settings, &AuditLog::new())?;
+    // Each request gets a strategy of its own; the probe fit on the index's examples is
+    // fit for the first and shared with the rest.
+    let probes = Probes::default();
+    let first = strategy_for(catalog, settings, &AuditLog::new(), &probes)?;
     let record = RunRecord {
         dataset: settings.dataset.clone(),
         model: env.model.id().to_string(),
         embedder: env.embedder.id().to_string(),
-        strategies: [(STRATEGY.to_string(), probe.config())].into(),
+        strategies: [(STRATEGY.to_string(), first.config())].into(),
     };
     let record = merge_record(&out.join(RUN_FILE), record)?;
     write_atomic(&out.join(RUN_FILE), &to_json_pretty(&record))?;
@@ -472,7 +478,7 @@ pub async fn run(
 
     let mut file = ResultsFile::open(&results_path)?;
     for request in todo {
-        let result = run_one(env, catalog, request, settings, out, progress).await?;
+        let result = run_one(env, catalog, request, settings, &probes, out, progress).await?;
         file.append(&result)?;
         progress.finished(&result);
         results.push(result);
@@ -487,6 +493,7 @@ async fn run_one(
     catalog: &Catalog,
     request: &ActionRequest,
     settings: &ActionSettings,
+    probes: &Probes,
     out: &Path,
     progress: &dyn ActionProgress,
 ) -> Result<ActionResult, EvalError> {
@@ -494,7 +501,7 @@ async fn run_one(
     let mut attempt = 0;
     loop {
         let audit = AuditLog::new();
-        let strategy = strategy_for(catalog, settings, &audit)?;
+        let strategy = strategy_for(catalog, settings, &audit, probes)?;
         match strategy.run(&request.request, env, &mut |_| {}).await {
             Ok(answer) => {
                 if settings.traces {

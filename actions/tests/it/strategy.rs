@@ -1759,6 +1759,27 @@ async fn a_probe_fit_on_the_example_requests_weighs_in_the_pick() {
 }
 
 #[tokio::test]
+async fn strategies_given_the_same_probes_share_the_fitted_probe() {
+    let server = Server::start().await;
+    let (mut first, index) = strategy_and_index(notes_with_examples(), &server);
+    first.probe_weight = Some(4.0);
+    let probes = first.probes.clone();
+    assert_eq!(format!("{probes:?}"), "Probes { generation: None }");
+    let model = weighing_by(
+        vec![call("exportNotes", json!({})), respond("Done.")],
+        LEANING_TO_GET_NOTE,
+    );
+    run(&first, &index, &model, JOTTINGS).await;
+    // The run fit the probe into what the clone holds too, so a second strategy given the
+    // clone (as an eval gives each request's) finds it fit for this index.
+    let fitted = format!("{probes:?}");
+    assert!(
+        fitted.contains(&format!("{:?}", index.index.generation())),
+        "{fitted}"
+    );
+}
+
+#[tokio::test]
 async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
     let server = Server::start().await;
     let request = "back up everything I wrote";
