@@ -454,6 +454,12 @@ fn not_its_kind(input: &Input, value: &Value) -> Option<&'static str> {
     if !text.trim().contains(char::is_whitespace) {
         return None;
     }
+    // An upload's `unique_identifier` is a code, never words ("Priya's laptop" of "Its
+    // identifier is on Priya's laptop"); it is no [`Named::Id`], which a number the user
+    // marks ("part 4") would fill.
+    if name.ends_with("identifier") {
+        return Some("words where it takes an identifier");
+    }
     Some(match Named::by(input)? {
         Named::Id => "words where it takes an id",
         Named::Username => "words where it takes a username",
@@ -1811,6 +1817,33 @@ paths:
         // Without grounding the validator and the model deal with it.
         let reviewed = check("anonymizeUser", json!({"id": "dvoss_88"}), false);
         assert_eq!(Value::Object(reviewed.params), json!({"id": "dvoss_88"}));
+    }
+
+    #[test]
+    fn words_are_no_identifier() {
+        let catalog = one_path_input_each(&[(
+            "post",
+            "/uploads/{unique_identifier}/abort",
+            "abortUpload",
+            "string",
+        )]);
+        let abort = catalog.get("abortUpload").unwrap();
+        let said = "Cancel the upload. Its identifier is on Priya's laptop, or it was 9f2c-77ab.";
+        let reviewed = review(
+            abort,
+            &json!({"unique_identifier": "Priya's laptop"}),
+            said,
+            true,
+        );
+        assert!(reviewed.params.is_empty());
+        assert_eq!(
+            reviewed.repairs,
+            [
+                r#"unique_identifier: dropped "Priya's laptop": words where it takes an identifier, the user gave none"#
+            ]
+        );
+        let code = json!({"unique_identifier": "9f2c-77ab"});
+        assert_eq!(Value::Object(review(abort, &code, said, true).params), code);
     }
 
     #[test]
