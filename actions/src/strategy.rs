@@ -93,9 +93,16 @@ const NEARNESS_WEIGHT_BESIDE_PROBE: f32 = 15.0;
 const VOTE_WEIGHT: f32 = 10.0;
 const VOTE_WEIGHT_BESIDE_PROBE: f32 = 5.0;
 
-/// The weight of the probe where examples were given in a file ([`Actions::probe_weight`]):
-/// 4.
+/// The weight of the probe where enough examples were given in a file
+/// ([`Actions::probe_weight`]): 4.
 const PROBE_WEIGHT_GIVEN: f32 = 4.0;
+
+/// The fewest example requests given in a file per operation of the APIs, on average, for
+/// the probe to weigh by default: 8. Replayed on the blind sets 29–49 with a probe fit on a
+/// share of the earlier requests, it lost picks at 3 per operation (513 right without it,
+/// 469 with it at weight 4), gained few at 6 (523) and most from 9 on (546; 562 at 16):
+/// `docs/results/actions-discourse/`, row 84.
+const PROBE_MIN_PER_OPERATION: f32 = 8.0;
 
 /// How many of the example requests nearest to the request vote in a weighed pick
 /// ([`Actions::vote_weight`]): 5.
@@ -565,8 +572,9 @@ pub struct Actions {
     /// right (nearness weight 30): `docs/results/actions-discourse/`, row 37. Tuned with
     /// requests given as examples (`walkrag index --examples-from`), not with written ones.
     pub vote_weight: Option<f32>,
-    /// The weight of the probe in a weighed pick; `None`, the default: 4 where some
-    /// operation's examples were given in a file ([`Action::examples_given`]), else 0 (off).
+    /// The weight of the probe in a weighed pick; `None`, the default: 4 where the examples
+    /// given in a file ([`Action::examples_given`]) average 8 or more per operation, else 0
+    /// (off: fit on a few per operation, it loses picks).
     /// The probe is a softmax regression from a request's embedding to the operation it is
     /// an example of, fit on every example request in the index the first time the strategy
     /// runs with it (`probe.rs`: about 2.5 seconds for 1,500 requests here) and kept in
@@ -740,10 +748,20 @@ impl Actions {
         })
     }
 
+    /// The example requests given in a file per operation of these APIs, on average.
+    fn given_per_operation(&self) -> f32 {
+        let actions = || self.apis.iter().flat_map(|api| &api.catalog.actions);
+        let given: usize = actions()
+            .filter(|action| action.examples_given)
+            .map(|action| action.examples.len())
+            .sum();
+        given as f32 / actions().count().max(1) as f32
+    }
+
     /// [`Actions::probe_weight`], or its default for these APIs' examples.
     fn probe_weight(&self) -> f32 {
         self.probe_weight.unwrap_or_else(|| {
-            if self.examples_given() {
+            if self.given_per_operation() >= PROBE_MIN_PER_OPERATION {
                 PROBE_WEIGHT_GIVEN
             } else {
                 0.0

@@ -1622,22 +1622,33 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
         .actions
         .iter_mut()
         .for_each(|a| a.examples_given = true);
-    // Given in a file, the probe weighs 4 and beside it nearness 15 and the vote 5; without
-    // the probe, nearness weighs 30 and the vote 10.
-    let (_, config) = pick_of_jottings(
-        &server,
-        given.clone(),
-        |_| (),
-        LEANING_TO_GET_NOTE,
-        "exportNotes",
-    )
-    .await;
+    // Given in a file, a few per operation leave the probe off: nearness weighs 30 and the
+    // vote 10.
+    let (_, config) =
+        pick_of_jottings(&server, given, |_| (), LEANING_TO_GET_NOTE, "exportNotes").await;
+    assert_eq!(config["probe_weight"], json!(0.0));
+    assert_eq!(config["nearness_weight"], json!(30.0));
+    assert_eq!(config["vote_weight"], json!(10.0));
+    // Eight or more per operation, on average, turn it on at 4, and beside it nearness weighs
+    // 15 and the vote 5; turned off, the weights are those of a few.
+    let many = || {
+        let mut catalog = notes();
+        for action in &mut catalog.actions {
+            action.examples = (1..=8)
+                .map(|n| format!("{} for me, please ({n})", action.operation_id))
+                .collect();
+            action.examples_given = true;
+        }
+        catalog
+    };
+    let (_, config) =
+        pick_of_jottings(&server, many(), |_| (), LEANING_TO_GET_NOTE, "exportNotes").await;
     assert_eq!(config["probe_weight"], json!(4.0));
     assert_eq!(config["nearness_weight"], json!(15.0));
     assert_eq!(config["vote_weight"], json!(5.0));
     let (_, config) = pick_of_jottings(
         &server,
-        given,
+        many(),
         |actions| actions.probe_weight = Some(0.0),
         LEANING_TO_GET_NOTE,
         "exportNotes",

@@ -84,8 +84,8 @@ pub struct ActionFlags {
     /// a linear classifier (the probe) from a request's embedding to the operation it is an
     /// example of, and add W times the log of each listed operation's probability; the
     /// likeliest is always listed. Beside it nearness weighs 15 and the vote 5 unless set
-    /// [default: 4 where the index's examples were given with `walkrag index
-    /// --examples-from`, else 0, off].
+    /// [default: 4 where the examples given with `walkrag index --examples-from` average 8 or
+    /// more per operation, else 0, off: fit on a few, it loses picks].
     #[arg(long, value_name = "W", value_parser = weight)]
     pub probe_weight: Option<f32>,
     /// actions: the model that finds the operation (guesses its id before the search and

@@ -99,7 +99,8 @@ pub struct Args {
     /// classifier (the probe) from a request's embedding to the operation it is an example
     /// of and add W times the log of each listed operation's probability; the likeliest is
     /// always listed. Beside it nearness weighs 15 and the vote 5 unless set [default: 4
-    /// where the index's examples were given with `index --examples-from`, else 0, off].
+    /// where the examples given with `index --examples-from` average 8 or more per
+    /// operation, else 0, off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
     probe_weight: Option<f32>,
     /// With --spec: the model that finds the operation (guesses its id before the search and
