@@ -1586,6 +1586,28 @@ fn notes_with_examples() -> Catalog {
     catalog
 }
 
+/// Asserts that the weighed pick of [`JOTTINGS`] on [`notes_with_examples`], with `off`
+/// setting a term's weight to 0, is the readings' `getNote`, shows no `term` and records its
+/// `weight` as 0.
+async fn pick_without_a_term(
+    server: &Server,
+    off: impl FnOnce(&mut Actions),
+    term: &str,
+    weight: &str,
+) {
+    let (by_readings, config) = pick_of_jottings(
+        server,
+        notes_with_examples(),
+        off,
+        LEANING_TO_GET_NOTE,
+        "getNote",
+    )
+    .await;
+    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
+    assert!(!by_readings.text.unwrap().contains(term));
+    assert_eq!(config[weight], json!(0.0));
+}
+
 #[tokio::test]
 async fn the_nearest_example_requests_vote_in_the_pick() {
     let server = Server::start().await;
@@ -1596,17 +1618,7 @@ async fn the_nearest_example_requests_vote_in_the_pick() {
         }
     };
 
-    let (by_readings, config) = pick_of_jottings(
-        &server,
-        notes_with_examples(),
-        voting(0.0),
-        LEANING_TO_GET_NOTE,
-        "getNote",
-    )
-    .await;
-    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
-    assert!(!by_readings.text.unwrap().contains("vote"));
-    assert_eq!(config["vote_weight"], json!(0.0));
+    pick_without_a_term(&server, voting(0.0), "vote", "vote_weight").await;
     // Examples written by a model leave nearness at its weight of 10; given in a file, 30.
     let (_, config) = pick_of_jottings(
         &server,
@@ -1729,17 +1741,7 @@ async fn a_probe_fit_on_the_example_requests_weighs_in_the_pick() {
         }
     };
 
-    let (by_readings, config) = pick_of_jottings(
-        &server,
-        notes_with_examples(),
-        probing(0.0),
-        LEANING_TO_GET_NOTE,
-        "getNote",
-    )
-    .await;
-    assert_eq!(by_readings.operation_id.as_deref(), Some("getNote"));
-    assert!(!by_readings.text.unwrap().contains("probe"));
-    assert_eq!(config["probe_weight"], json!(0.0));
+    pick_without_a_term(&server, probing(0.0), "probe", "probe_weight").await;
     // Two example requests of exportNotes and one of getNote: the request, about jottings
     // put in a file, reads as exportNotes' by far.
     let (probed, config) = pick_of_jottings(
