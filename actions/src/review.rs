@@ -1962,9 +1962,9 @@ paths:
         assert_eq!(
             reviewed.repairs,
             [
+                "userId: read as id",
                 "block_ip: dropped true: the user did not give it",
                 "reason: dropped, deleteUser takes no such input",
-                "userId: read as id",
             ]
         );
     }

@@ -2961,7 +2961,7 @@ impl<'s> Run<'s> {
             outcome = %step.outcome,
             "action"
         );
-        self.emit(Event::Action(step.clone()));
+        self.emit(Event::Action(Box::new(step.clone())));
         self.trace.steps.push(Step::Action(step));
     }
 

@@ -138,6 +138,39 @@ pub struct ChatRequest {
     /// checks what comes back. No opening may be a prefix of another.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub openings: Vec<String>,
+    /// What the whole completion must follow. Local models enforce it token by token, so
+    /// what they write always parses; OpenAI-compatible servers get JSON Schemas as
+    /// `response_format`. A backend that cannot enforce it says so with
+    /// [`Delta::Unconstrained`] before any text, and the caller reads the reply tolerantly.
+    /// Not together with `openings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<Constraint>,
+}
+
+/// What a completion must follow ([`ChatRequest::constraint`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Constraint {
+    /// One JSON value valid under this JSON Schema (draft 2020-12: objects, arrays with
+    /// `minItems`/`maxItems`, enums, `anyOf`, strings with `maxLength`, `$ref`, ...).
+    JsonSchema(serde_json::Value),
+    /// Text of a Lark-style grammar whose top rule is `start` (llguidance's dialect: rules in
+    /// lower case, terminals in upper case, `/regex/` terminals, `%json { schema }` to embed
+    /// a JSON Schema).
+    Lark(String),
+    /// Text that matches this regular expression as a whole.
+    Regex(String),
+}
+
+impl Constraint {
+    /// `json_schema`, `lark` or `regex`: what traces record.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Constraint::JsonSchema(_) => "json_schema",
+            Constraint::Lark(_) => "lark",
+            Constraint::Regex(_) => "regex",
+        }
+    }
 }
 
 impl ChatRequest {
@@ -167,7 +200,16 @@ pub enum FinishReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: usize,
+    /// Every token of the completion, forced ones included.
     pub completion_tokens: usize,
+    /// Tokens of the completion that a [`Constraint`] forced (JSON keys, punctuation): run
+    /// through the model as a batch, like prompt tokens, instead of being sampled one by one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub forced_tokens: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One piece of a streamed answer.
@@ -183,6 +225,9 @@ pub enum Delta {
         name: Option<String>,
         arguments: String,
     },
+    /// The request had a [`Constraint`] this backend could not enforce: the completion is
+    /// free text, to be read tolerantly. Comes before any text.
+    Unconstrained { reason: String },
     /// The last item of every successful stream.
     Done { usage: Usage, finish: FinishReason },
 }
@@ -265,6 +310,65 @@ pub trait ChatModel: Send + Sync {
     }
 }
 
+/// A model with its constraints taken off: requests reach `inner` without their
+/// [`Constraint`], and each stream opens with [`Delta::Unconstrained`], so callers read the
+/// replies tolerantly, as they do a server's that cannot constrain. For measuring what
+/// constraining gains (`walkrag eval --unconstrained`).
+pub struct Unconstrained<M: ?Sized>(pub std::sync::Arc<M>);
+
+impl<M: ChatModel + ?Sized> ChatModel for Unconstrained<M> {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+
+    fn context_length(&self) -> Option<usize> {
+        self.0.context_length()
+    }
+
+    fn supports_tools(&self) -> bool {
+        self.0.supports_tools()
+    }
+
+    fn stream(&self, mut request: ChatRequest) -> DeltaStream {
+        let note = request.constraint.take().map(|c| Delta::Unconstrained {
+            reason: format!(
+                "the {} constraint was taken off (--unconstrained)",
+                c.kind()
+            ),
+        });
+        let inner = self.0.stream(request);
+        Box::pin(Prefixed { note, inner })
+    }
+
+    fn can_score(&self) -> bool {
+        self.0.can_score()
+    }
+
+    fn score(&self, items: Vec<ScoreItem>) -> ScoreFuture {
+        self.0.score(items)
+    }
+}
+
+/// A stream with one delta put before it.
+struct Prefixed {
+    note: Option<Delta>,
+    inner: DeltaStream,
+}
+
+impl Stream for Prefixed {
+    type Item = Result<Delta, ChatError>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(note) = self.note.take() {
+            return std::task::Poll::Ready(Some(Ok(note)));
+        }
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
 /// A finished answer: the deltas of a stream put together.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Completion {
@@ -272,6 +376,9 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish: Option<FinishReason>,
+    /// Why the request's constraint was not enforced ([`Delta::Unconstrained`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconstrained: Option<String>,
 }
 
 impl Completion {
@@ -301,6 +408,7 @@ impl Completion {
                 }
                 call.arguments.push_str(&arguments);
             }
+            Delta::Unconstrained { reason } => self.unconstrained = Some(reason),
             Delta::Done { usage, finish } => {
                 self.usage = usage;
                 self.finish = Some(finish);
@@ -444,6 +552,7 @@ mod tests {
                 usage: Usage {
                     prompt_tokens: 3,
                     completion_tokens: 2,
+                    forced_tokens: 0,
                 },
                 finish: FinishReason::ToolCalls,
             },

@@ -10,8 +10,9 @@ mod hash;
 
 pub use catalog::{models_dir, Catalog, CatalogModel, ModelKind};
 pub use chat::{
-    ChatError, ChatModel, ChatRequest, Completion, Delta, DeltaStream, FinishReason, Message, Role,
-    Sampling, ScoreFuture, ScoreItem, Scores, StopMatcher, ToolCall, ToolDef, Usage,
+    ChatError, ChatModel, ChatRequest, Completion, Constraint, Delta, DeltaStream, FinishReason,
+    Message, Role, Sampling, ScoreFuture, ScoreItem, Scores, StopMatcher, ToolCall, ToolDef,
+    Unconstrained, Usage,
 };
 pub use embedder::{EmbedError, Embedder, Embeddings};
 pub use hash::sha256_file;

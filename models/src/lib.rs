@@ -3,6 +3,7 @@
 //! [`walkrag_core::ChatModel`] and stream.
 
 mod channel;
+pub mod grammar;
 pub mod local;
 pub mod template;
 pub mod tokenizer;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 
 use walkrag_core::Catalog;
 
-pub use local::LocalModel;
+pub use local::{GenerationStats, LocalModel};
 
 /// The chat model used when none is named.
 pub const DEFAULT_MODEL: &str = "local:qwen2.5-coder-0.5b";

@@ -9,7 +9,8 @@ mod qwen2;
 mod transformer;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
@@ -20,7 +21,10 @@ use walkrag_core::{
     ScoreFuture, ScoreItem, Scores, StopMatcher, Usage,
 };
 
+use llguidance::Matcher;
+
 use crate::channel::{self, Sender};
+use crate::grammar::{self, Grammars};
 use crate::template::ChatMl;
 use crate::tokenizer::GgufTokenizer;
 use crate::LoadError;
@@ -35,9 +39,12 @@ struct Weights {
 struct Inner {
     /// One generation at a time per loaded model; the KV cache lives beside the weights.
     weights: Mutex<Weights>,
-    tokenizer: GgufTokenizer,
+    tokenizer: Arc<GgufTokenizer>,
     template: ChatMl,
     context_length: usize,
+    /// The vocabulary compiled for constraints, on the first constrained generation (it
+    /// takes a moment over a large vocabulary; unconstrained use never pays it).
+    grammars: OnceLock<Result<Grammars, String>>,
 }
 
 /// A GGUF model loaded in memory. Cheap to clone (shared weights).
@@ -112,9 +119,10 @@ impl LocalModel {
             arch,
             inner: Arc::new(Inner {
                 weights: Mutex::new(weights),
-                tokenizer,
+                tokenizer: Arc::new(tokenizer),
                 template,
                 context_length,
+                grammars: OnceLock::new(),
             }),
         })
     }
@@ -150,13 +158,18 @@ impl LocalModel {
     }
 
     /// Generates on the calling thread, handing each delta to `emit`; stops early (without
-    /// error) when `emit` returns false.
+    /// error) when `emit` returns false. Says where the time went.
     pub fn generate(
         &self,
         request: &ChatRequest,
         emit: &mut dyn FnMut(Delta) -> bool,
-    ) -> Result<(), ChatError> {
+    ) -> Result<GenerationStats, ChatError> {
         self.inner.generate(request, emit)
+    }
+
+    /// The vocabulary as constraints see it (built on first use; see [`crate::grammar`]).
+    pub fn grammars(&self) -> Result<&Grammars, ChatError> {
+        self.inner.grammars()
     }
 }
 
@@ -278,6 +291,7 @@ impl Inner {
             usage: Usage {
                 prompt_tokens: ran,
                 completion_tokens: 0,
+                forced_tokens: 0,
             },
         })
     }
@@ -302,13 +316,29 @@ impl Inner {
         &self,
         request: &ChatRequest,
         emit: &mut dyn FnMut(Delta) -> bool,
-    ) -> Result<(), ChatError> {
+    ) -> Result<GenerationStats, ChatError> {
         if !request.tools.is_empty() {
             return Err(ChatError::Permanent(
                 "local models take no tool definitions; use a strategy's JSON action protocol"
                     .into(),
             ));
         }
+        if request.constraint.is_some() && !request.openings.is_empty() {
+            return Err(ChatError::Permanent(
+                "a request takes a constraint or openings, not both".into(),
+            ));
+        }
+        let mut stats = GenerationStats::default();
+        // Compiled before any model work: a constraint that does not compile costs nothing.
+        let mut matcher = match &request.constraint {
+            Some(constraint) => {
+                let started = Instant::now();
+                let matcher = self.grammars()?.matcher(constraint)?;
+                stats.compile_seconds = started.elapsed().as_secs_f64();
+                Some(matcher)
+            }
+            None => None,
+        };
         let ids = self.prompt_ids(request)?;
         if ids.len() >= self.context_length {
             return Err(ChatError::ContextTooLong {
@@ -324,73 +354,202 @@ impl Inner {
         let temperature = (s.temperature > 0.0).then_some(s.temperature as f64);
         let top_p = (s.top_p > 0.0 && s.top_p < 1.0).then_some(s.top_p as f64);
         let mut sampler = LogitsProcessor::new(s.seed, temperature, top_p);
-        let mut stops = StopMatcher::new(&s.stop);
+        let mut out = Writer::new(&s.stop);
         // Dropped once the completion is free: generation without openings pays nothing.
         let mut openings = Openings::new(&request.openings);
 
         let mut weights = self.weights.lock().map_err(|_| poisoned())?;
-        let mut logits = self.forward(&mut weights, &ids, 0)?;
         let mut generated: Vec<u32> = Vec::new();
-        let mut shown = 0; // bytes of the decoded completion already emitted
+        // What runs through the model next: the prompt, then each sampled token with the
+        // tokens the constraint forces after it, in one batch.
+        let mut run: Vec<u32> = ids.clone();
+        if let Some(matcher) = &mut matcher {
+            let forced = forced_tokens(matcher, budget)?;
+            stats.forced += forced.len();
+            generated.extend_from_slice(&forced);
+            run.extend_from_slice(&forced);
+            if out.write(&self.tokenizer, &generated, emit)? != Flow::Go {
+                return Ok(stats);
+            }
+        }
+        let mut pos = 0;
         let mut finish = FinishReason::Length;
-        while generated.len() < budget {
+        loop {
+            if matcher.as_ref().is_some_and(|m| m.is_stopped()) {
+                finish = FinishReason::Stop;
+                break;
+            }
+            if generated.len() >= budget {
+                break;
+            }
+            let started = Instant::now();
+            let mut logits = self.forward(&mut weights, &run, pos)?;
+            let spent = started.elapsed().as_secs_f64();
+            if pos == 0 {
+                stats.prompt_seconds = spent;
+            } else {
+                stats.forward_seconds += spent;
+            }
+            pos += run.len();
             if let Some(held) = &openings {
                 match held.allowed(&self.tokenizer.token_bytes) {
                     Some(allowed) => logits = only(&logits, &allowed),
                     None => openings = None,
                 }
             }
+            if let Some(matcher) = &mut matcher {
+                let started = Instant::now();
+                let mask = matcher.compute_mask().map_err(grammar_failed)?;
+                grammar::mask_logits(&mut logits, &mask);
+                stats.mask_seconds += started.elapsed().as_secs_f64();
+            }
             let next = Tensor::new(logits.as_slice(), &Device::Cpu)
                 .and_then(|l| sampler.sample(&l))
                 .map_err(compute)?;
+            stats.sampled += 1;
             if self.tokenizer.stop_ids.contains(&next) {
                 finish = FinishReason::Stop;
                 break;
             }
             generated.push(next);
+            run = vec![next];
             if let (Some(held), Some(bytes)) =
                 (&mut openings, self.tokenizer.token_bytes.get(next as usize))
             {
                 held.written.extend_from_slice(bytes);
             }
-            let text = self
-                .tokenizer
-                .decode(&generated)
-                .map_err(ChatError::Permanent)?;
-            // A character split across tokens decodes as U+FFFD until its last byte arrives.
-            if !text.ends_with('\u{FFFD}') && text.len() > shown {
-                let piece = text[shown..].to_string();
-                shown = text.len();
-                let (out, reached_stop) = match stops.push(&piece) {
-                    StopCheck::Continue(out) => (out, false),
-                    StopCheck::Stop(out) => (out, true),
-                };
-                if !out.is_empty() && !emit(Delta::Text { text: out }) {
-                    return Ok(());
-                }
-                if reached_stop {
+            if let Some(matcher) = &mut matcher {
+                let started = Instant::now();
+                matcher.consume_token(next).map_err(grammar_failed)?;
+                let forced = forced_tokens(matcher, budget - generated.len())?;
+                stats.mask_seconds += started.elapsed().as_secs_f64();
+                stats.forced += forced.len();
+                generated.extend_from_slice(&forced);
+                run.extend_from_slice(&forced);
+            }
+            match out.write(&self.tokenizer, &generated, emit)? {
+                Flow::Go => {}
+                Flow::StopString => {
                     finish = FinishReason::Stop;
                     break;
                 }
+                Flow::Cancelled => return Ok(stats),
             }
-            if generated.len() == budget {
-                break;
-            }
-            logits = self.forward(&mut weights, &[next], ids.len() + generated.len() - 1)?;
         }
         drop(weights);
         // Text held back as a possible start of a stop string is real text when the turn ended
         // otherwise (after a stop string the matcher holds nothing).
-        let rest = stops.finish();
+        let rest = out.stops.finish();
         if !rest.is_empty() && !emit(Delta::Text { text: rest }) {
-            return Ok(());
+            return Ok(stats);
         }
         let usage = Usage {
             prompt_tokens: ids.len(),
             completion_tokens: generated.len(),
+            forced_tokens: stats.forced,
         };
         emit(Delta::Done { usage, finish });
-        Ok(())
+        Ok(stats)
+    }
+
+    /// The vocabulary compiled for constraints, built on first use.
+    fn grammars(&self) -> Result<&Grammars, ChatError> {
+        self.grammars
+            .get_or_init(|| {
+                let started = Instant::now();
+                let built = Grammars::new(self.tokenizer.clone());
+                tracing::debug!(
+                    "constraint trie built in {:.2} s",
+                    started.elapsed().as_secs_f64()
+                );
+                built
+            })
+            .as_ref()
+            .map_err(|e| ChatError::Permanent(format!("constraints unavailable: {e}")))
+    }
+}
+
+/// Where one constrained or free generation spent its time, beside what it produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenerationStats {
+    /// Tokens chosen by sampling.
+    pub sampled: usize,
+    /// Tokens the constraint forced, run through the model in batches.
+    pub forced: usize,
+    /// Compiling the constraint.
+    pub compile_seconds: f64,
+    /// Computing the constraint's masks and forced tokens.
+    pub mask_seconds: f64,
+    /// Running the prompt (with the tokens forced before the first choice).
+    pub prompt_seconds: f64,
+    /// Running the model on every later batch: a sampled token and those forced after it.
+    pub forward_seconds: f64,
+}
+
+/// The tokens the constraint forces now (at most `room`), already consumed by it.
+fn forced_tokens(matcher: &mut Matcher, room: usize) -> Result<Vec<u32>, ChatError> {
+    let mut forced = matcher.compute_ff_tokens();
+    forced.truncate(room);
+    if !forced.is_empty() {
+        matcher.consume_tokens(&forced).map_err(grammar_failed)?;
+    }
+    Ok(forced)
+}
+
+fn grammar_failed(e: impl std::fmt::Display) -> ChatError {
+    ChatError::Permanent(format!("constrained decoding failed: {e}"))
+}
+
+/// What [`Writer::write`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    /// A stop string was reached.
+    StopString,
+    /// The receiver wants no more.
+    Cancelled,
+}
+
+/// Turns the generated tokens into text deltas: whole characters only, cut at stop strings.
+struct Writer {
+    stops: StopMatcher,
+    /// Bytes of the decoded completion already emitted.
+    shown: usize,
+}
+
+impl Writer {
+    fn new(stops: &[String]) -> Self {
+        Self {
+            stops: StopMatcher::new(stops),
+            shown: 0,
+        }
+    }
+
+    fn write(
+        &mut self,
+        tokenizer: &GgufTokenizer,
+        generated: &[u32],
+        emit: &mut dyn FnMut(Delta) -> bool,
+    ) -> Result<Flow, ChatError> {
+        let text = tokenizer.decode(generated).map_err(ChatError::Permanent)?;
+        // A character split across tokens decodes as U+FFFD until its last byte arrives.
+        if text.ends_with('\u{FFFD}') || text.len() <= self.shown {
+            return Ok(Flow::Go);
+        }
+        let piece = &text[self.shown..];
+        self.shown = text.len();
+        let (out, reached_stop) = match self.stops.push(piece) {
+            StopCheck::Continue(out) => (out, false),
+            StopCheck::Stop(out) => (out, true),
+        };
+        if !out.is_empty() && !emit(Delta::Text { text: out }) {
+            return Ok(Flow::Cancelled);
+        }
+        Ok(if reached_stop {
+            Flow::StopString
+        } else {
+            Flow::Go
+        })
     }
 }
 

@@ -26,7 +26,7 @@ use crate::{llm, prompt};
 pub const CONTENTS_FILE: &str = "contents.jsonl";
 
 /// The most tokens an entry may take: a heading and a sentence.
-const ENTRY_MAX_TOKENS: usize = 80;
+const ENTRY_MAX_TOKENS: usize = 96;
 
 /// A document's generated table of contents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,7 +222,7 @@ impl Generator {
                 &[("title", doc.doc.title.as_str()), ("text", text.as_str())],
             );
             let request = ChatRequest {
-                openings: vec![r#"{"heading": ""#.into()],
+                constraint: Some(crate::constrain::contents_entry()),
                 ..prompt::request(prompt::CONTENTS_SYSTEM, user, ENTRY_MAX_TOKENS)
             };
             let mut quiet = |_: &str| {};

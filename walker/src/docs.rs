@@ -26,6 +26,7 @@ use walkrag_core::{ChatModel, ChatRequest, Completion, ToolDef};
 use walkrag_engine::{ChunkId, IndexedDoc};
 
 use crate::answer::{Answer, Termination};
+use crate::constrain;
 use crate::event::{Event, Sink};
 use crate::filters::{self, Field};
 use crate::jsonl::{squash, ObjectReader, Raw};
@@ -212,11 +213,11 @@ impl Docs {
         if all.len() > LISTED {
             documents.push(format!("... and {} more", all.len() - LISTED));
         }
-        let fields = filters::describe(fields);
+        let described = filters::describe(fields);
         let user = prompt::render(
             prompt::DOCS_USER,
             &[
-                ("fields", fields.as_str()),
+                ("fields", described.as_str()),
                 ("documents", documents.join("\n").as_str()),
                 ("question", question),
             ],
@@ -226,10 +227,7 @@ impl Docs {
         if tools {
             request.tools = tool_defs();
         } else {
-            request.openings = vec![
-                r#"{"action": "query_documents""#.into(),
-                r#"{"action": "search_passages""#.into(),
-            ];
+            request.constraint = Some(constrain::docs_plan(fields));
         }
         let completion = run.chat(1, "plan", request, false).await?;
         let calls = if tools {

@@ -27,8 +27,9 @@ pub enum Event {
     /// chunk that was never shown).
     Note { message: String },
     /// An action of the `actions` strategy (an operation found, called, confirmed or not, a
-    /// question to the user, a reply) and what came of it.
-    Action(ActionStep),
+    /// question to the user, a reply) and what came of it. Boxed: it is much larger than
+    /// the other events.
+    Action(Box<ActionStep>),
 }
 
 /// Where events go. Any `FnMut(Event) + Send` closure is a sink.

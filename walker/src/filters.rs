@@ -94,10 +94,7 @@ pub fn fields(docs: &[IndexedDoc]) -> Vec<Field> {
 /// The fields as the model reads them: one line each.
 pub fn describe(fields: &[Field]) -> String {
     let name = "- name (text): the title or the file name".to_string();
-    fields
-        .iter()
-        .filter(|f| f.name != "source")
-        .filter(|f| f.name != "format" || f.examples.len() > 1)
+    shown(fields)
         .map(|f| {
             format!(
                 "- {} ({}, {} documents): {}",
@@ -110,6 +107,15 @@ pub fn describe(fields: &[Field]) -> String {
         .chain([name])
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The fields a plan is told of (and may filter on, with `name`): the source path is left
+/// out, and the format where all documents share it.
+pub fn shown(fields: &[Field]) -> impl Iterator<Item = &Field> {
+    fields
+        .iter()
+        .filter(|f| f.name != "source")
+        .filter(|f| f.name != "format" || f.examples.len() > 1)
 }
 
 /// A document's value of `field`: a built-in field or its metadata (field names compared

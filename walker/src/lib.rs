@@ -9,6 +9,7 @@
 
 mod answer;
 mod budget;
+pub mod constrain;
 pub mod contents;
 mod control;
 mod docs;

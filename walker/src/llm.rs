@@ -28,6 +28,8 @@ pub async fn call(
         purpose: purpose.to_string(),
         messages: request.messages.clone(),
         json: request.json,
+        constraint: request.constraint.as_ref().map(|c| c.kind().to_string()),
+        unconstrained: None,
         completion: String::new(),
         usage: Default::default(),
         finish: None,
@@ -76,6 +78,7 @@ pub async fn call(
     }
     call.usage = out.usage;
     call.finish = out.finish;
+    call.unconstrained = out.unconstrained.clone();
     call.ms = started.elapsed().as_millis() as u64;
     if let Some(e) = &failure {
         call.error = Some(e.to_string());

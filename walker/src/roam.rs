@@ -22,6 +22,7 @@ use walkrag_engine::outline::{children_of, count_below, expanded_depth, roots_of
 use walkrag_engine::{ChunkId, Index, SectionId};
 
 use crate::answer::{Answer, Termination};
+use crate::constrain;
 use crate::event::Event;
 use crate::jsonl::{squash, ObjectReader, Raw};
 use crate::passages;
@@ -457,17 +458,12 @@ impl Roam {
         if tools {
             request.tools = tool_defs();
         } else {
-            // The first id is one shown closed; the rest are read as written. The answer
-            // opening is whole: a small model otherwise writes into it the ids it means to
-            // open. Answering first stays allowed: held to open a section first, the 0.5B
-            // model opened the wrong ones (section recall@5 0.35 against 0.825 with the
-            // question's passages on the same 20 questions; docs/results/llama-cpp-server).
-            request.openings = view
-                .closed
-                .iter()
-                .map(|id| format!(r#"{{"action": "expand_sections", "ids": ["{id}""#))
-                .chain([r#"{"action": "answer"}"#.to_string()])
-                .collect();
+            // Only ids shown closed can be opened. Answering first stays allowed: held to
+            // open a section first, the 0.5B model opened the wrong ones (section recall@5
+            // 0.35 against 0.825 with the question's passages on the same 20 questions;
+            // docs/results/llama-cpp-server).
+            let closed: Vec<String> = view.closed.iter().map(ToString::to_string).collect();
+            request.constraint = Some(constrain::roam_move(&closed, self.max_expand));
         }
         let completion = run.chat(turn, "navigate", request, false).await?;
         Ok(if tools {

@@ -288,7 +288,11 @@ impl<'a> Run<'a> {
                      {language} (keep the words \"Answer:\" and \"Sources:\")."
                 ));
             }
-            let request = prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS);
+            let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
+            let request = ChatRequest {
+                constraint: Some(crate::constrain::answer(&ids)),
+                ..prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS)
+            };
             match self.chat(cycle, "answer", request, true).await {
                 Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
                     let dropped = shown.pop().expect("more than one passage");

@@ -147,6 +147,7 @@ impl ChatModel for ScriptedChatModel {
                 usage: Usage {
                     prompt_tokens: items.len(),
                     completion_tokens: 0,
+                    forced_tokens: 0,
                 },
             }),
             None => Err(ChatError::Permanent("test:scripted cannot weigh".into())),
@@ -177,6 +178,7 @@ impl ChatModel for ScriptedChatModel {
                     usage: Usage {
                         prompt_tokens,
                         completion_tokens: pieces.len(),
+                        forced_tokens: 0,
                     },
                     finish: FinishReason::Stop,
                 }));
@@ -206,6 +208,7 @@ impl ChatModel for ScriptedChatModel {
                     usage: Usage {
                         prompt_tokens,
                         completion_tokens: calls.len() * 10,
+                        forced_tokens: 0,
                     },
                     finish: FinishReason::ToolCalls,
                 }));

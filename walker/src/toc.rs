@@ -14,6 +14,7 @@ use walkrag_core::ChatRequest;
 use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
 
 use crate::answer::{Answer, Termination};
+use crate::constrain;
 use crate::contents::{needs_contents, ContentsFile};
 use crate::event::Event;
 use crate::jsonl::{ObjectReader, Raw};
@@ -270,14 +271,9 @@ impl Toc {
             prompt::TOC_USER,
             &[("toc", contents.as_str()), ("question", question)],
         );
+        let ids: Vec<String> = toc.iter().map(|e| e.id.to_string()).collect();
         let request = ChatRequest {
-            // The first id is one of the table's (the rest are read as written), or the pick
-            // is empty, or a direct reply.
-            openings: toc
-                .iter()
-                .map(|e| format!(r#"{{"sections": ["{}""#, e.id))
-                .chain([r#"{"sections": []"#.into(), r#"{"reply": "#.into()])
-                .collect(),
+            constraint: Some(constrain::toc_pick(&ids, self.max_sections)),
             ..prompt::request(&system, user, PICK_MAX_TOKENS)
         };
         let completion = run.chat(1, "pick", request, false).await?;

@@ -197,6 +197,13 @@ pub struct LlmCall {
     pub purpose: String,
     pub messages: Vec<Message>,
     pub json: bool,
+    /// The kind of constraint the call asked for (`json_schema`, `lark`, `regex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// Why the model did not enforce the constraint (a server that refused it): the
+    /// completion was read tolerantly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconstrained: Option<String>,
     pub completion: String,
     pub usage: Usage,
     pub finish: Option<FinishReason>,

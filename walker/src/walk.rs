@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde_json::json;
 use walkrag_engine::ChunkId;
 
+use walkrag_core::ChatRequest;
+
 use crate::answer::{Answer, Termination};
+use crate::constrain;
 use crate::control::{Control, CycleReport};
 use crate::dot;
 use crate::event::{Event, Sink};
@@ -42,7 +45,8 @@ pub struct Walk {
     pub token_budget: Option<usize>,
     /// Stop looking after this long.
     pub time_budget: Option<Duration>,
-    /// Most tokens of one read step: room for a dozen facts and three descriptors.
+    /// Most tokens of one read step: room for five facts and three descriptors at the
+    /// lengths the read step's constraint allows.
     pub read_max_tokens: usize,
     /// When the model names nowhere to look but does not say the facts suffice, search with
     /// the question and the cycle's trusted facts: the second hop's names are in the facts.
@@ -61,6 +65,9 @@ pub struct Walk {
 /// The query recorded for chunks found by links.
 pub const LINKS_QUERY: &str = "named in the passages read (links)";
 
+/// Most facts of one read step (the prompt asks for at most five).
+const READ_MAX_FACTS: usize = 5;
+
 /// Most remembered facts recalled for a question.
 const RECALL_MAX: usize = 5;
 /// Least cosine similarity between the question and a remembered fact for it to be recalled
@@ -76,7 +83,7 @@ impl Default for Walk {
             answer_passages: 5,
             token_budget: Some(40_000),
             time_budget: None,
-            read_max_tokens: 400,
+            read_max_tokens: 512,
             expand_from_facts: true,
             follow_links: true,
             memory: None,
@@ -266,7 +273,15 @@ impl Walk {
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
-        let request = prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens);
+        let sources: Vec<String> = new.iter().map(ToString::to_string).collect();
+        let request = ChatRequest {
+            constraint: Some(constrain::read_step(
+                &sources,
+                READ_MAX_FACTS,
+                self.max_descriptors,
+            )),
+            ..prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens)
+        };
         let shown: Vec<ChunkId> = run.read().to_vec();
         let index = run.env.index;
         let passage = |id: ChunkId| {

@@ -167,7 +167,7 @@ async fn confirmed_updates_and_deletes_are_sent() {
             (
                 "PUT".into(),
                 "/v1/notes/1".into(),
-                br#"{"text":"post office","title":"Errands"}"#.to_vec()
+                br#"{"title":"Errands","text":"post office"}"#.to_vec()
             ),
             (
                 "PATCH".into(),

@@ -21,15 +21,15 @@ fn every_operation_becomes_an_action() {
     assert_eq!(
         ids,
         [
-            ("exportNotes", Method::Get, "/export"),
-            ("createFolder", Method::Post, "/folders"),
-            ("get_/health", Method::Get, "/health"),
             ("listNotes", Method::Get, "/notes"),
             ("createNote", Method::Post, "/notes"),
             ("getNote", Method::Get, "/notes/{noteId}"),
             ("replaceNote", Method::Put, "/notes/{noteId}"),
             ("deleteNote", Method::Delete, "/notes/{noteId}"),
             ("patch_/notes/{noteId}", Method::Patch, "/notes/{noteId}"),
+            ("createFolder", Method::Post, "/folders"),
+            ("exportNotes", Method::Get, "/export"),
+            ("get_/health", Method::Get, "/health"),
         ]
     );
     assert_eq!(catalog.title, "Notes");
@@ -126,12 +126,12 @@ fn body_fields_come_from_the_schema_with_all_of_merged() {
     assert_eq!(
         fields,
         [
-            ("author", false),
-            ("priority", false),
+            ("title", true),
+            ("text", false),
             ("status", false),
             ("tags", false),
-            ("text", false),
-            ("title", true),
+            ("priority", false),
+            ("author", false),
         ]
     );
     let status = create.input("status").unwrap();
@@ -360,8 +360,8 @@ fn the_embedded_text_says_what_the_action_does_in_words() {
          create note\n\
          POST /notes: create add submit notes\n\
          tags: notes\n\
-         inputs: author; priority; status: Where a note is in its life. (draft, published, \
-         archived); tags; text: The note's text, in Markdown.; title: The note's title."
+         inputs: title: The note's title.; text: The note's text, in Markdown.; status: Where \
+         a note is in its life. (draft, published, archived); tags; priority; author"
     );
     let health = action(&notes(), "get_/health").embed_text();
     assert_eq!(health, "GET /health: list get search health");
@@ -418,26 +418,26 @@ fn a_read_says_what_its_response_holds_and_a_change_does_not() {
     );
     // A change returns what it changed: kept, but not shown, as the request names what it
     // sends. (Its schema is merged from `allOf` members, written nowhere as a whole: its
-    // fields keep the sorted order.)
+    // fields come in the order the members give them.)
     let create = action(&catalog, "createNote");
     let names: Vec<&str> = create.returns.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
-        ["author", "id", "priority", "status", "tags", "text", "title"]
+        ["title", "id", "text", "status", "tags", "priority", "author"]
     );
     assert!(!create.line().contains("returns") && !create.embed_text().contains("returns"));
     // No JSON, or no response schema: nothing.
     assert!(action(&catalog, "exportNotes").returns.is_empty());
     assert!(action(&catalog, "get_/health").returns.is_empty());
-    // A document already parsed has its maps sorted, and so are the fields.
+    // A document already parsed reads the same: its fields in the spec's order.
     let parsed =
         Catalog::from_value(&walkrag_actions::parse_document(&notes_yaml()).unwrap()).unwrap();
-    let names: Vec<&str> = parsed.get("listNotes").unwrap().returns[1]
+    let names: Vec<&str> = parsed.get("listNotes").unwrap().returns[0]
         .fields
         .iter()
         .map(String::as_str)
         .collect();
-    assert_eq!(names, ["author", "id", "status", "tags", "text", "title"]);
+    assert_eq!(names, ["id", "title", "text", "status", "tags", "author"]);
     // A renamed field of a response changes that operation, and only that one.
     let renamed = Catalog::parse(
         &notes_yaml().replace("                  next:\n", "                  cursor:\n"),

@@ -13,8 +13,16 @@ use walkrag_models::{load_local, ModelSpec, DEFAULT_MODEL};
 /// the KV cache. One warm-up, then --runs runs of each; medians are reported. Compare with
 /// `../shared/baselines/llama-bench.sh MODEL.gguf` run back to back on the same machine.
 ///
-/// Example: walkrag bench llm --model local:qwen2.5-coder-0.5b
+/// With --json-schema FILE, also constrained generation through the real generation path:
+/// the same chat prompt (--prompt) answered freely and under the schema, --runs times each,
+/// reporting generation speed, the share of time spent on the constraint's masks, and the
+/// tokens sampled against those the schema forced (run through the model in batches).
+///
+/// Examples:
+///   walkrag bench llm --model local:qwen2.5-coder-0.5b
+///   walkrag bench llm --json-schema docs/data/structured/enum100.schema.json --gen-tokens 200
 #[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// A local model (local:NAME or local:PATH.gguf).
     #[arg(long, default_value = DEFAULT_MODEL)]
@@ -29,6 +37,41 @@ pub struct Args {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Also measure generation constrained by this JSON Schema, beside the free one.
+    #[arg(long, value_name = "FILE")]
+    json_schema: Option<std::path::PathBuf>,
+    /// The chat prompt of the constrained comparison.
+    #[arg(
+        long,
+        default_value = "List facts about the Vennick cooperative's creamery as JSON, with a \
+                         source for each."
+    )]
+    prompt: String,
+}
+
+/// One way of answering the chat prompt, over the timed runs (medians).
+#[derive(Serialize)]
+struct Generation {
+    /// Tokens of the completion (sampled and forced).
+    tokens: usize,
+    sampled: usize,
+    forced: usize,
+    /// Completion tokens per second of the whole generation (prompt excluded).
+    tokens_per_s: f64,
+    /// Seconds of the constraint's masks and forced-token computation per sampled token.
+    mask_ms_per_token: f64,
+    /// The share of the generation's time spent on the constraint.
+    mask_share: f64,
+    /// Compiling the schema (once per request).
+    compile_ms: f64,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Constrained {
+    schema: String,
+    free: Generation,
+    constrained: Generation,
 }
 
 #[derive(Serialize)]
@@ -41,6 +84,8 @@ struct Report {
     threads: usize,
     prompt_runs_s: Vec<f64>,
     gen_runs_s: Vec<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<Constrained>,
 }
 
 /// Text whose tokens fill the prompt (its content does not change the cost of a pass).
@@ -98,6 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.gen_tokens as f64 / gen_runs_s[run - 1]
         );
     }
+    drop(session);
+    let json_schema = match &args.json_schema {
+        Some(path) => Some(constrained(&model, &args, path)?),
+        None => None,
+    };
     let report = Report {
         model: args.model.clone(),
         prompt_tokens: args.prompt_tokens,
@@ -107,6 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         threads: walkrag_embed::compute_threads(),
         prompt_runs_s,
         gen_runs_s,
+        json_schema,
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -121,6 +172,92 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report.gen_tokens_per_s, report.generated_tokens
         );
         println!("threads         {}", report.threads);
+        if let Some(c) = &report.json_schema {
+            println!("json schema     {}", c.schema);
+            for (name, g) in [("free", &c.free), ("constrained", &c.constrained)] {
+                println!(
+                    "  {name:<13} {:.1} tokens/s, {} tokens ({} sampled, {} forced), masks {:.2} ms/token = {:.1}% of generation, compile {:.0} ms",
+                    g.tokens_per_s,
+                    g.tokens,
+                    g.sampled,
+                    g.forced,
+                    g.mask_ms_per_token,
+                    100.0 * g.mask_share,
+                    g.compile_ms
+                );
+            }
+            println!("  constrained output: {}", c.constrained.text);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chat prompt answered freely and under the schema at `path`, `args.runs` times each
+/// after a warm-up (which also builds the vocabulary's trie).
+fn constrained(
+    model: &walkrag_models::LocalModel,
+    args: &Args,
+    path: &std::path::Path,
+) -> anyhow::Result<Constrained> {
+    use walkrag_core::{ChatRequest, Constraint, Delta, Message, Sampling};
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", path.display()))?;
+    let request = |constraint: Option<Constraint>| ChatRequest {
+        messages: vec![
+            Message::system("You are a helpful assistant. Answer in JSON."),
+            Message::user(args.prompt.clone()),
+        ],
+        sampling: Sampling {
+            max_tokens: args.gen_tokens,
+            ..Sampling::default()
+        },
+        constraint,
+        ..ChatRequest::default()
+    };
+    let measure = |request: &ChatRequest| -> anyhow::Result<Generation> {
+        let mut runs = Vec::new();
+        for run in 0..=args.runs {
+            let mut text = String::new();
+            let mut tokens = 0;
+            let stats = model.generate(request, &mut |d| {
+                match d {
+                    Delta::Text { text: t } => text.push_str(&t),
+                    Delta::Done { usage, .. } => tokens = usage.completion_tokens,
+                    _ => {}
+                }
+                true
+            })?;
+            if run > 0 {
+                runs.push((stats, tokens, text));
+            }
+        }
+        runs.sort_by(|a, b| {
+            let rate = |r: &(walkrag_models::GenerationStats, usize, String)| {
+                r.1 as f64 / (r.0.forward_seconds + r.0.mask_seconds)
+            };
+            rate(a).total_cmp(&rate(b))
+        });
+        let (stats, tokens, text) = runs.swap_remove(runs.len() / 2);
+        let busy = stats.forward_seconds + stats.mask_seconds;
+        Ok(Generation {
+            tokens,
+            sampled: stats.sampled,
+            forced: stats.forced,
+            tokens_per_s: tokens as f64 / busy,
+            mask_ms_per_token: 1e3 * stats.mask_seconds / stats.sampled.max(1) as f64,
+            mask_share: stats.mask_seconds / busy,
+            compile_ms: 1e3 * stats.compile_seconds,
+            text,
+        })
+    };
+    eprintln!("free and constrained generation ...");
+    let free = measure(&request(None))?;
+    let constrained = measure(&request(Some(Constraint::JsonSchema(schema))))?;
+    Ok(Constrained {
+        schema: path.display().to_string(),
+        free,
+        constrained,
+    })
 }

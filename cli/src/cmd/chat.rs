@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{anyhow, bail, Context};
 use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
-use walkrag_core::{ChatModel, ChatRequest, Delta, Message, Sampling};
+use walkrag_core::{ChatModel, ChatRequest, Constraint, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::{by_name, Answer, Event, Options, Roam, Strategy};
 
@@ -32,8 +32,16 @@ use walkrag_walker::{by_name, Answer, Event, Options, Roam, Strategy};
 /// opened stay open for the follow-up questions, and past a 1,200-token budget the least
 /// recently used close.
 ///
+/// With --json-schema FILE every reply is one JSON value valid under that JSON Schema, and
+/// with --grammar FILE text of that Lark grammar (top rule `start`): local models enforce it
+/// token by token; OpenAI-compatible servers get the schema as `response_format`. With
+/// --json, each reply is one line {"type": "reply", "text": ..., "valid": true|false|null}
+/// where valid says whether the text parses and validates against the schema (null without
+/// one).
+///
 /// Examples:
 ///   walkrag chat --prompt "What is the capital of France?"
+///   walkrag chat --json-schema city.schema.json --json --prompt "The capital of France?"
 ///   walkrag chat --model local:smollm2-135m
 ///   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 walkrag chat --model openai:any
 ///   walkrag chat --strategy actions --base-url http://localhost:8080/api
@@ -77,9 +85,16 @@ pub struct Args {
     /// The model that reads whole documents (--strategy docs) [default: --model].
     #[arg(long, value_name = "SPEC")]
     reader_model: Option<String>,
-    /// One JSON event per line, each turn ending with its answer line (with --strategy).
+    /// One JSON line per reply ({"type": "reply", "text", "valid"}); with --strategy, one
+    /// JSON event per line, each turn ending with its answer line.
     #[arg(long)]
     json: bool,
+    /// Replies follow this JSON Schema (a JSON file).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["grammar", "strategy"])]
+    json_schema: Option<PathBuf>,
+    /// Replies follow this Lark grammar (a text file whose top rule is `start`).
+    #[arg(long, value_name = "FILE", conflicts_with = "strategy")]
+    grammar: Option<PathBuf>,
     #[command(flatten)]
     actions: super::actions::ActionFlags,
 }
@@ -93,13 +108,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return run_questions(args, &name);
         }
     }
+    let shape = Shape::read(&args)?;
     let model = super::load_chat_model(&args.model)?;
     let runtime = super::runtime()?;
     let mut messages = vec![Message::system(args.system.clone())];
     if let Some(prompt) = &args.prompt {
         messages.push(Message::user(prompt.clone()));
-        runtime.block_on(turn(&model, &args, &mut messages))?;
-        return Ok(ExitCode::SUCCESS);
+        let valid = runtime.block_on(turn(&model, &args, &shape, &mut messages))?;
+        return Ok(if valid == Some(false) {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
     }
     let interactive = std::io::stdin().is_terminal();
     if interactive {
@@ -123,17 +143,74 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         messages.push(Message::user(line));
-        runtime.block_on(turn(&model, &args, &mut messages))?;
+        runtime.block_on(turn(&model, &args, &shape, &mut messages))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Streams one answer to stdout and appends it to the conversation.
+/// What replies must follow (--json-schema, --grammar), and the validator of the schema.
+struct Shape {
+    constraint: Option<Constraint>,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl Shape {
+    fn read(args: &Args) -> anyhow::Result<Self> {
+        if let Some(path) = &args.json_schema {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the JSON Schema {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", path.display()))?;
+            let validator = jsonschema::validator_for(&schema)
+                .map_err(|e| anyhow!("{} is not a valid JSON Schema: {e}", path.display()))?;
+            return Ok(Self {
+                constraint: Some(Constraint::JsonSchema(schema)),
+                validator: Some(validator),
+            });
+        }
+        if let Some(path) = &args.grammar {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the grammar {}", path.display()))?;
+            return Ok(Self {
+                constraint: Some(Constraint::Lark(text)),
+                validator: None,
+            });
+        }
+        Ok(Self {
+            constraint: None,
+            validator: None,
+        })
+    }
+
+    /// Whether `text` is JSON valid under the schema; `None` without a schema.
+    fn valid(&self, text: &str) -> Option<bool> {
+        let validator = self.validator.as_ref()?;
+        Some(
+            serde_json::from_str::<serde_json::Value>(text)
+                .is_ok_and(|value| validator.is_valid(&value)),
+        )
+    }
+}
+
+/// The line `--json` prints for a reply.
+#[derive(serde::Serialize)]
+struct ReplyLine<'a> {
+    r#type: &'static str,
+    text: &'a str,
+    valid: Option<bool>,
+    /// Why the constraint was not enforced (a server that refused it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unconstrained: Option<&'a str>,
+}
+
+/// Streams one answer to stdout (with --json, prints it as one line when it is complete),
+/// appends it to the conversation, and says whether it follows the schema.
 async fn turn(
     model: &Arc<dyn ChatModel>,
     args: &Args,
+    shape: &Shape,
     messages: &mut Vec<Message>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<bool>> {
     let request = ChatRequest {
         messages: messages.clone(),
         sampling: Sampling {
@@ -142,24 +219,36 @@ async fn turn(
             max_tokens: args.max_tokens,
             ..Sampling::default()
         },
+        constraint: shape.constraint.clone(),
         ..ChatRequest::default()
     };
     let started = Instant::now();
     let mut first_token = None;
     let mut stream = model.stream(request);
     let mut answer = String::new();
+    let mut unconstrained = None;
     let mut out = std::io::stdout();
     while let Some(delta) = next(&mut stream).await {
         match delta? {
             Delta::Text { text } => {
                 first_token.get_or_insert_with(|| started.elapsed());
                 answer.push_str(&text);
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
+                if !args.json {
+                    out.write_all(text.as_bytes())?;
+                    out.flush()?;
+                }
             }
             Delta::ToolCall { .. } => {}
+            Delta::Unconstrained { reason } => {
+                if !args.json {
+                    eprintln!("[{} did not enforce the constraint: {reason}]", model.id());
+                }
+                unconstrained = Some(reason);
+            }
             Delta::Done { usage, finish } => {
-                writeln!(out)?;
+                if !args.json {
+                    writeln!(out)?;
+                }
                 if args.verbose {
                     let secs = started.elapsed().as_secs_f64();
                     let first = first_token.map(|d| d.as_secs_f64()).unwrap_or(secs);
@@ -170,12 +259,29 @@ async fn turn(
                         first,
                         usage.completion_tokens as f64 / (secs - first).max(1e-9)
                     );
+                    if usage.forced_tokens > 0 {
+                        eprintln!(
+                            "[{} of the generated tokens forced by the constraint]",
+                            usage.forced_tokens
+                        );
+                    }
                 }
             }
         }
     }
+    let valid = shape.valid(&answer);
+    if args.json {
+        print_json(&ReplyLine {
+            r#type: "reply",
+            text: &answer,
+            valid,
+            unconstrained: unconstrained.as_deref(),
+        });
+    } else if valid == Some(false) {
+        eprintln!("[the reply does not follow the JSON Schema]");
+    }
     messages.push(Message::assistant(answer));
-    Ok(())
+    Ok(valid)
 }
 
 /// `--strategy actions`: each line is a request; found operations and the history stay for

@@ -4,10 +4,11 @@ use std::future::Future;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, ensure, Context};
 use indicatif::ProgressBar;
+use walkrag_core::ChatModel;
 use walkrag_embed::SentenceEmbedder;
 use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
@@ -164,6 +165,10 @@ pub struct Args {
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
+    /// Send the models no constraint: every reply is free text, read tolerantly, as from a
+    /// server that cannot constrain (to measure what constrained decoding gains).
+    #[arg(long)]
+    unconstrained: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -186,7 +191,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
-        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
+        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?
+            .map(|reader| unconstrained(reader, args.unconstrained)),
         ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();
@@ -205,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
     let (index, embedder) = index_corpus(&index_dir, &args.corpus, args.embedder.as_deref())?;
-    let model = super::load_chat_model(&args.model)?;
+    let model = unconstrained(super::load_chat_model(&args.model)?, args.unconstrained);
     let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     let settings = Settings {
         dataset,
@@ -226,6 +232,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ))?;
     print_summary(&summary, &strategies, &args.out);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `model`, or with `--unconstrained` the same model with its constraints taken off.
+fn unconstrained(model: Arc<dyn ChatModel>, off: bool) -> Arc<dyn ChatModel> {
+    if off {
+        Arc::new(walkrag_core::Unconstrained(model))
+    } else {
+        model
+    }
 }
 
 /// Brings the index in `dir` up to date with the corpus, and opens it with its embedder.

@@ -591,3 +591,92 @@ fn index_toc_writes_contents_for_plain_text_that_toc_lists() {
         assert!(table.contains(&line), "{line} in {table}");
     }
 }
+
+/// `chat --json-schema FILE --json`: every reply one line, following the schema, and said to
+/// be valid; interactive turns too. A schema that is not JSON is a clear error.
+#[test]
+fn chat_replies_follow_a_json_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let schema = r#"{"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 30},
+                       "country": {"enum": ["France", "Spain", "Italy"]}},
+        "required": ["city", "country"], "additionalProperties": false}"#;
+    std::fs::write(dir.join("city.schema.json"), schema).unwrap();
+    let out = walkrag(
+        dir,
+        &[
+            "chat",
+            "--model",
+            MODEL,
+            "--json-schema",
+            "city.schema.json",
+            "--json",
+            "--prompt",
+            "What is the capital of France?",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "reply");
+    assert_eq!(lines[0]["valid"], true, "{}", lines[0]);
+    let reply: Value = serde_json::from_str(lines[0]["text"].as_str().unwrap()).unwrap();
+    assert!(["France", "Spain", "Italy"].contains(&reply["country"].as_str().unwrap()));
+
+    // Interactive: one line per message, one reply line each.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .args([
+            "chat",
+            "--model",
+            MODEL,
+            "--json-schema",
+            "city.schema.json",
+        ])
+        .arg("--json")
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Name a city in Spain.\nAnd one in Italy.\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let replies: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 2);
+    assert!(replies.iter().all(|r| r["valid"] == true), "{replies:?}");
+
+    std::fs::write(dir.join("broken.json"), "{not json").unwrap();
+    let out = walkrag(
+        dir,
+        &[
+            "chat",
+            "--model",
+            MODEL,
+            "--json-schema",
+            "broken.json",
+            "--prompt",
+            "hi",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("broken.json is not JSON"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -22,7 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     while let Some(delta) = next(&mut stream).await {
         match delta? {
             Delta::Text { text } => write!(stdout, "{text}")?,
-            Delta::ToolCall { .. } => {}
+            Delta::ToolCall { .. } | Delta::Unconstrained { .. } => {}
             Delta::Done { usage, finish } => {
                 writeln!(stdout)?;
                 eprintln!(

@@ -82,6 +82,7 @@ impl Decoder {
         let usage = self.usage.unwrap_or(Usage {
             prompt_tokens: 0,
             completion_tokens: self.deltas,
+            forced_tokens: 0,
         });
         Ok(Delta::Done { usage, finish })
     }
@@ -135,6 +136,7 @@ fn usage_of(usage: WireUsage) -> Usage {
     Usage {
         prompt_tokens: usage.prompt_tokens.unwrap_or(0),
         completion_tokens: usage.completion_tokens.unwrap_or(0),
+        forced_tokens: 0,
     }
 }
 
@@ -195,7 +197,8 @@ mod tests {
             Ok(Delta::Done {
                 usage: Usage {
                     prompt_tokens: 5,
-                    completion_tokens: 2
+                    completion_tokens: 2,
+                    forced_tokens: 0
                 },
                 finish: FinishReason::Length
             })
@@ -238,7 +241,8 @@ mod tests {
             Ok(Delta::Done {
                 usage: Usage {
                     prompt_tokens: 0,
-                    completion_tokens: 3
+                    completion_tokens: 3,
+                    forced_tokens: 0
                 },
                 finish: FinishReason::ToolCalls
             })

@@ -18,7 +18,7 @@ use crate::decode::{Decoder, Flow};
 use crate::error::{self, Target};
 use crate::retry;
 use crate::sse::{SseEvent, SseParser};
-use crate::wire::RequestBody;
+use crate::wire::{self, RequestBody};
 
 /// The most bytes of an error response read to explain a failure.
 const ERROR_BODY_BYTES: usize = 64 << 10;
@@ -111,15 +111,21 @@ impl ChatModel for OpenAiModel {
     }
 
     fn stream(&self, request: ChatRequest) -> DeltaStream {
-        let body = RequestBody::new(&self.shared.config.model, &request);
-        let body = match serde_json::to_vec(&body) {
-            Ok(body) => body,
-            Err(e) => {
+        let model = &self.shared.config.model;
+        let wire = RequestBody::new(model, &request);
+        let fallback = wire.has_schema().then(|| {
+            serde_json::to_vec(&RequestBody::new(model, &request).without_schema(&request))
+        });
+        let (body, fallback) = match (serde_json::to_vec(&wire), fallback.transpose()) {
+            (Ok(body), Ok(fallback)) => (body, fallback),
+            (Err(e), _) | (_, Err(e)) => {
                 let error = ChatError::Permanent(format!("cannot encode the request: {e}"));
                 return Box::pin(stream::iter([Err(error)]));
             }
         };
-        let generation = Generation::new(Arc::clone(&self.shared), body);
+        let mut generation = Generation::new(Arc::clone(&self.shared), body);
+        generation.schemaless = fallback;
+        generation.unconstrained = wire::unsendable(&request);
         // Fused: polling again after the end gives `None` rather than a panic.
         let deltas = stream::unfold(generation, |mut generation| async move {
             let item = generation.next().await?;
@@ -166,6 +172,11 @@ struct Generation {
     /// A delta reached the caller: from then on nothing is retried.
     yielded: bool,
     phase: Phase,
+    /// The body without its JSON Schema, sent once if the server refuses `response_format`.
+    schemaless: Option<Vec<u8>>,
+    /// Why the request's constraint is not enforced: told to the caller once the server
+    /// answers, before any text.
+    unconstrained: Option<String>,
 }
 
 impl Generation {
@@ -181,6 +192,8 @@ impl Generation {
             failure: None,
             yielded: false,
             phase: Phase::Running,
+            schemaless: None,
+            unconstrained: None,
         }
     }
 
@@ -213,6 +226,9 @@ impl Generation {
         let idle = self.shared.config.idle_timeout;
         let Some(response) = self.response.as_mut() else {
             self.response = Some(self.send().await?);
+            if let Some(reason) = self.unconstrained.take() {
+                self.queue.push_back(Delta::Unconstrained { reason });
+            }
             return Ok(());
         };
         let chunk = timeout(idle, response.chunk())
@@ -249,8 +265,24 @@ impl Generation {
         Ok(())
     }
 
-    /// Posts the request; a non-2xx answer becomes the error it stands for.
+    /// Posts the request; a non-2xx answer becomes the error it stands for, except a `400`
+    /// that refuses the JSON Schema, which is posted once more without it.
     async fn send(&mut self) -> Result<Response, ChatError> {
+        match self.post().await? {
+            Ok(response) => Ok(response),
+            Err(refusal) => {
+                let shared = &self.shared;
+                warn!(url = %shared.url, "the server refused response_format; asking again without the JSON Schema");
+                self.unconstrained = Some(format!("the server refused the JSON Schema: {refusal}"));
+                // The schemaless body cannot be refused for its schema.
+                self.post().await?.map_err(ChatError::Permanent)
+            }
+        }
+    }
+
+    /// One post. `Ok(Err(message))`: a `400` naming `response_format` or `json_schema` while
+    /// the body still has its schema; the body then becomes the schemaless one.
+    async fn post(&mut self) -> Result<Result<Response, String>, ChatError> {
         let shared = &self.shared;
         let config = &shared.config;
         debug!(
@@ -282,12 +314,20 @@ impl Generation {
                 model: &config.model,
                 has_key: config.api_key.is_some(),
             };
-            return Err(error::status_error(status, retry_after, &body, &target));
+            let error = error::status_error(status, retry_after, &body, &target);
+            if status == reqwest::StatusCode::BAD_REQUEST && refuses_schema(&body) {
+                if let Some(schemaless) = self.schemaless.take() {
+                    self.body = schemaless;
+                    let message = error::redact(error, config.api_key.as_ref()).to_string();
+                    return Ok(Err(message));
+                }
+            }
+            return Err(error);
         }
         if is_json(&response) {
             self.framing = Framing::Json(Vec::new());
         }
-        Ok(response)
+        Ok(Ok(response))
     }
 
     /// Queues the final `Done`, or fails with a cut stream.
@@ -371,6 +411,12 @@ impl Generation {
             .await;
         }
     }
+}
+
+/// Whether an error body is about the request's structured-output format.
+fn refuses_schema(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.contains("response_format") || text.contains("json_schema")
 }
 
 /// Whether a successful response is plain JSON rather than an event stream.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use walkrag_core::{ChatRequest, Message, Role, ToolCall, ToolDef};
+use walkrag_core::{ChatRequest, Constraint, Message, Role, ToolCall, ToolDef};
 
 /// The body of `POST /chat/completions`.
 #[derive(Debug, Serialize)]
@@ -41,11 +41,35 @@ impl<'a> RequestBody<'a> {
             seed: sampling.seed,
             max_tokens: sampling.max_tokens,
             stop: &sampling.stop,
-            response_format: request.json.then_some(ResponseFormat {
-                kind: "json_object",
-            }),
+            response_format: ResponseFormat::of(request),
             tools: request.tools.iter().map(WireTool::new).collect(),
         }
+    }
+
+    /// The same request with no JSON Schema in it (JSON mode stays where it was asked for):
+    /// for a server that refuses `response_format: json_schema`.
+    pub fn without_schema(mut self, request: &ChatRequest) -> Self {
+        self.response_format = request.json.then(ResponseFormat::json_object);
+        self
+    }
+
+    /// Whether the request carries a JSON Schema a server may refuse.
+    pub fn has_schema(&self) -> bool {
+        self.response_format
+            .as_ref()
+            .is_some_and(|f| f.json_schema.is_some())
+    }
+}
+
+/// Why a request's constraint cannot go to the server at all: the chat completions API
+/// takes JSON Schemas, not grammars or regexes.
+pub(crate) fn unsendable(request: &ChatRequest) -> Option<String> {
+    match &request.constraint {
+        Some(c @ (Constraint::Lark(_) | Constraint::Regex(_))) => Some(format!(
+            "OpenAI-compatible servers take JSON Schemas only; the {} constraint was not sent",
+            c.kind()
+        )),
+        _ => None,
     }
 }
 
@@ -58,6 +82,39 @@ struct StreamOptions {
 struct ResponseFormat {
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<JsonSchemaFormat>,
+}
+
+impl ResponseFormat {
+    /// `json_schema` (strict) for a JSON Schema constraint, else `json_object` in JSON mode.
+    fn of(request: &ChatRequest) -> Option<Self> {
+        match &request.constraint {
+            Some(Constraint::JsonSchema(schema)) => Some(Self {
+                kind: "json_schema",
+                json_schema: Some(JsonSchemaFormat {
+                    name: "reply",
+                    schema: schema.clone(),
+                    strict: true,
+                }),
+            }),
+            _ => request.json.then(Self::json_object),
+        }
+    }
+
+    fn json_object() -> Self {
+        Self {
+            kind: "json_object",
+            json_schema: None,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct JsonSchemaFormat {
+    name: &'static str,
+    schema: Value,
+    strict: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -223,6 +280,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             openings: Vec::new(),
+            constraint: None,
         };
         assert_eq!(
             wire(&request),

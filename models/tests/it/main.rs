@@ -2,6 +2,7 @@
 //! `$WALKRAG_GOLDEN/gguf`). The models come from the models directory
 //! (`scripts/fetch-models.sh smollm2-135m qwen2.5-coder-0.5b`).
 
+mod constrain;
 mod generate;
 mod score;
 mod tokenizer;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use expect_test::expect_file;
-use walkrag_core::{ChatError, ToolCall};
+use walkrag_core::{ChatError, Constraint, ToolCall};
 use walkrag_walker::testing::{
     block_on, collect, env, markdown_index, render_request, ScriptedChatModel, TestIndex, Turn,
 };
@@ -149,12 +149,20 @@ fn filters_choose_the_documents_the_reader_reads_and_the_model_answers_from_what
     // The plan saw the fields with examples and the documents with their metadata.
     let requests = model.requests.lock().unwrap();
     expect_file!["snapshots/docs_plan_prompt.txt"].assert_eq(&render_request(&requests[0]));
+    // Held to the two actions, filtering only on the fields the documents have.
+    let Some(Constraint::JsonSchema(schema)) = &requests[0].constraint else {
+        panic!("a JSON Schema: {:?}", requests[0].constraint);
+    };
+    let filters = &schema["anyOf"][0]["properties"]["filters"]["properties"];
+    let names: Vec<&String> = filters.as_object().unwrap().keys().collect();
     assert_eq!(
-        requests[0].openings,
-        [
-            r#"{"action": "query_documents""#,
-            r#"{"action": "search_passages""#
-        ]
+        names,
+        ["title", "company", "date", "type", "name"],
+        "{schema}"
+    );
+    assert_eq!(
+        schema["anyOf"][1]["properties"]["action"]["const"],
+        "search_passages"
     );
     // Only the 2023 report was read, whole, with the query.
     let read = reader.requests.lock().unwrap();
@@ -331,7 +339,7 @@ fn tool_calling_models_search_passages_without_a_reader() {
     let requests = model.requests.lock().unwrap();
     let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["query_documents", "search_passages"]);
-    assert!(requests[0].openings.is_empty());
+    assert!(requests[0].constraint.is_none());
     let searched = answer.trace.steps.iter().find_map(|s| match s {
         Step::Retrieve(r) if r.query == "bicycle repair loss" => Some(r.hits.len()),
         _ => None,

@@ -1,7 +1,7 @@
 //! The `roam` strategy, with the scripted chat model, over a small Markdown report.
 
 use expect_test::expect_file;
-use walkrag_core::ToolCall;
+use walkrag_core::{Constraint, ToolCall};
 use walkrag_walker::testing::{
     block_on, collect, env, redact_section_ids, render_request, report_index, section_of,
     ScriptedChatModel, TestIndex, Turn,
@@ -81,13 +81,22 @@ fn several_sections_open_at_once_and_their_text_appears_in_place() {
     let shown = prompt(&model, 2);
     assert!(shown.find(&vessels.to_string()) < shown.find(&revenue.to_string()));
 
-    // A local model's first id is held to the closed sections shown; an answer is whole.
+    // A model without tools is held to the closed sections shown, or to answering.
     let requests = model.requests.lock().unwrap();
-    let openings = &requests[0].openings;
-    assert!(openings.contains(&format!(
-        r#"{{"action": "expand_sections", "ids": ["{vessels_id}""#
-    )));
-    assert!(openings.contains(&r#"{"action": "answer"}"#.to_string()));
+    let Some(Constraint::JsonSchema(schema)) = &requests[0].constraint else {
+        panic!("a JSON Schema: {:?}", requests[0].constraint);
+    };
+    let ids = &schema["anyOf"][0]["properties"]["ids"]["items"]["enum"];
+    assert!(
+        ids.as_array()
+            .unwrap()
+            .contains(&vessels_id.to_string().into()),
+        "{schema}"
+    );
+    assert_eq!(
+        schema["anyOf"][1]["properties"]["action"]["const"],
+        "answer"
+    );
     let snapshot = redact_section_ids(&t.index, &render_request(&requests[1]));
     expect_file!["snapshots/roam_prompt.txt"].assert_eq(&snapshot);
     drop(requests);
@@ -209,7 +218,7 @@ fn a_tool_calling_model_opens_sections_with_the_tool() {
     let requests = model.requests.lock().unwrap();
     let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["expand_sections", "answer"]);
-    assert!(requests[0].openings.is_empty());
+    assert!(requests[0].constraint.is_none());
     assert!(requests[1].messages[1]
         .content
         .contains(&format!("[{crew_id}] Crew (open)")));

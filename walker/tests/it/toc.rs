@@ -1,6 +1,7 @@
 //! The `toc` strategy, with the scripted chat model, over a small Markdown report.
 
 use expect_test::expect_file;
+use walkrag_core::Constraint;
 use walkrag_walker::testing::{
     block_on, collect, env, markdown_index, redact_section_ids, render_request,
     report_index as report, section_of, ScriptedChatModel, TestIndex, Turn, REPORT,
@@ -235,7 +236,13 @@ fn a_document_without_headings_is_listed_by_its_generated_contents() {
     // Each entry's prompt is the document's title and the run's text, held to a heading.
     let asked = writer.requests.lock().unwrap();
     assert!(asked[0].messages[1].content.starts_with("Document: ferry"));
-    assert_eq!(asked[0].openings, [r#"{"heading": ""#]);
+    let Some(Constraint::JsonSchema(schema)) = &asked[0].constraint else {
+        panic!("a JSON Schema: {:?}", asked[0].constraint);
+    };
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["heading", "summary"])
+    );
     let mut file = ContentsFile::of_index(t.index.dir()).unwrap();
     file.put(contents.clone(), &t.index).unwrap();
     // Read back from disk, it is what was written.

@@ -554,3 +554,66 @@ fn links_in_the_passages_lead_to_the_second_hop_when_the_model_names_none() {
     let answer = block_on(off.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
     assert_eq!(answer.termination, Termination::NoDescriptors);
 }
+
+/// Every call of a walk declares its constraint: the read step a grammar naming the shown
+/// chunks, the answer one citing only them. A model that takes constraints off (a server that
+/// cannot constrain) is recorded as such in the trace, and its replies are read as before.
+#[test]
+fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced() {
+    use std::sync::Arc;
+    use walkrag_core::{Constraint, Unconstrained};
+
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let model = Arc::new(ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n{{\"sufficient\": true}}"
+        )),
+        reply(format!("Answer: Ilsa Brandt\nSources: [{d1}]")),
+    ]));
+    let free = Unconstrained(Arc::clone(&model));
+    let mut events = Vec::new();
+    let answer =
+        block_on(walk(2).run(QUESTION, env(&t.index, &free), &mut collect(&mut events))).unwrap();
+    assert_eq!(answer.answer, "Ilsa Brandt");
+    let calls: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Llm(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for call in &calls {
+        assert_eq!(call.constraint.as_deref(), Some("lark"), "{}", call.purpose);
+        assert!(
+            call.unconstrained
+                .as_deref()
+                .is_some_and(|r| r.contains("taken off")),
+            "{:?}",
+            call.unconstrained
+        );
+    }
+    // The model itself was asked without the constraint; the walk built one naming the
+    // chunks it showed.
+    let requests = model.requests.lock().unwrap();
+    assert!(requests.iter().all(|r| r.constraint.is_none()));
+    drop(requests);
+    let shown: Vec<String> = answer
+        .trace
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            Step::Retrieve(r) => Some(r.hits.iter().map(|h| h.chunk_id.to_string()).collect()),
+            _ => None,
+        })
+        .unwrap();
+    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3) else {
+        unreachable!()
+    };
+    for id in &shown {
+        assert!(grammar.contains(&format!("\"{id}\"")), "{grammar}");
+    }
+}

@@ -1,7 +1,7 @@
 //! What the server receives.
 
 use serde_json::json;
-use walkrag_core::{ChatRequest, Message, Sampling, ToolDef};
+use walkrag_core::{ChatRequest, Constraint, Delta, Message, Sampling, ToolDef};
 use walkrag_openai::{ApiKey, OpenAiConfig};
 
 use crate::server::{self, finish, sse, Server, Step, DONE};
@@ -38,6 +38,7 @@ async fn the_request_carries_model_messages_sampling_tools_and_the_key() {
         }],
         // The chat API has no way to force an opening: it is not sent.
         openings: vec!["{\"answer\"".into()],
+        constraint: None,
     };
 
     let items = collect(&model(config), request).await;
@@ -93,4 +94,95 @@ async fn without_a_key_no_authorization_is_sent() {
         "a trailing slash is dropped"
     );
     assert_eq!(received.header("authorization"), None);
+}
+
+fn schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"source": {"enum": ["0a1b2c3d", "4e5f6a7b"]}},
+        "required": ["source"],
+        "additionalProperties": false
+    })
+}
+
+fn constrained(constraint: Constraint) -> ChatRequest {
+    ChatRequest {
+        constraint: Some(constraint),
+        ..hello()
+    }
+}
+
+fn texts(items: &[Result<Delta, walkrag_core::ChatError>]) -> Vec<&Delta> {
+    items.iter().map(|i| i.as_ref().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_json_schema_goes_out_as_a_strict_response_format() {
+    let server = Server::start(vec![ok()]).await;
+    let items = collect(
+        &model(config(&server)),
+        constrained(Constraint::JsonSchema(schema())),
+    )
+    .await;
+    assert!(
+        !texts(&items)
+            .iter()
+            .any(|d| matches!(d, Delta::Unconstrained { .. })),
+        "{items:?}"
+    );
+    let [received] = <[_; 1]>::try_from(server.requests()).unwrap();
+    assert_eq!(
+        received.json()["response_format"],
+        json!({
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": schema(), "strict": true}
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_schema_is_asked_once_more_without_it() {
+    let refusal = r#"{"error": {"message": "Unrecognized request argument supplied: response_format.json_schema", "type": "invalid_request_error"}}"#;
+    let server = Server::start(vec![
+        server::reply(400, &[("Content-Type", "application/json")], refusal),
+        ok(),
+    ])
+    .await;
+    let mut request = constrained(Constraint::JsonSchema(schema()));
+    request.json = true;
+    let items = collect(&model(config(&server)), request).await;
+    let deltas = texts(&items);
+    // The caller is told first, then the text comes.
+    match deltas[0] {
+        Delta::Unconstrained { reason } => assert!(
+            reason.contains("refused the JSON Schema") && reason.contains("response_format"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(deltas[1], &Delta::Text { text: "ok".into() });
+    let [first, second] = <[_; 2]>::try_from(server.requests()).unwrap();
+    assert_eq!(first.json()["response_format"]["type"], "json_schema");
+    // JSON mode, asked for beside the schema, stays.
+    assert_eq!(
+        second.json()["response_format"],
+        json!({"type": "json_object"})
+    );
+}
+
+#[tokio::test]
+async fn a_grammar_cannot_be_sent_and_the_caller_is_told() {
+    let server = Server::start(vec![ok()]).await;
+    let items = collect(
+        &model(config(&server)),
+        constrained(Constraint::Lark("start: \"yes\" | \"no\"".into())),
+    )
+    .await;
+    let deltas = texts(&items);
+    assert!(
+        matches!(deltas[0], Delta::Unconstrained { reason } if reason.contains("lark")),
+        "{deltas:?}"
+    );
+    let [received] = <[_; 1]>::try_from(server.requests()).unwrap();
+    assert!(received.json().get("response_format").is_none());
 }

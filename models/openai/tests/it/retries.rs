@@ -17,6 +17,7 @@ fn done_after_one_delta() -> Result<Delta, ChatError> {
         usage: Usage {
             prompt_tokens: 0,
             completion_tokens: 1,
+            forced_tokens: 0,
         },
         finish: FinishReason::Stop,
     })

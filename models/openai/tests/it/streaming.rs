@@ -35,6 +35,7 @@ async fn text_deltas_split_across_writes_arrive_whole_and_in_order() {
         usage: Usage {
             prompt_tokens: 5,
             completion_tokens: 3,
+            forced_tokens: 0,
         },
         finish: FinishReason::Stop,
     };
@@ -86,9 +87,11 @@ async fn tool_calls_streamed_in_pieces_assemble_into_calls() {
             ],
             usage: Usage {
                 prompt_tokens: 40,
-                completion_tokens: 21
+                completion_tokens: 21,
+                forced_tokens: 0,
             },
             finish: Some(FinishReason::ToolCalls),
+            unconstrained: None,
         }
     );
 }
@@ -110,6 +113,7 @@ async fn a_finish_reason_without_usage_or_done_ends_with_an_estimate() {
         usage: Usage {
             prompt_tokens: 0,
             completion_tokens: 2,
+            forced_tokens: 0,
         },
         finish: FinishReason::Length,
     };
@@ -155,6 +159,7 @@ async fn a_server_that_ignores_stream_true_still_answers() {
         usage: Usage {
             prompt_tokens: 4,
             completion_tokens: 2,
+            forced_tokens: 0,
         },
         finish: FinishReason::Stop,
     };

@@ -1,0 +1,255 @@
+//! The constraints of the strategies' model calls, built from what each call may say: the
+//! ids it may name are enums of the ids it was shown, so a reply can only cite what exists.
+//! Local models enforce them while generating ([`walkrag_core::Constraint`]); servers that
+//! cannot are read tolerantly, as before.
+
+use serde_json::{json, Value};
+use walkrag_core::Constraint;
+
+use crate::filters::{self, Field, Kind};
+
+/// How JSON inside a Lark grammar is laid out: one line, with the spaces models see in
+/// their training data. llguidance reads it from the schema's `x-guidance` key.
+fn one_line(mut schema: Value) -> Value {
+    schema["x-guidance"] = json!({
+        "whitespace_flexible": false,
+        "item_separator": ", ",
+        "key_separator": ": "
+    });
+    schema
+}
+
+/// A Lark rule body for one JSON value under `schema`.
+fn lark_json(schema: Value) -> String {
+    format!("%json {}", one_line(schema))
+}
+
+/// A string of at most `max` characters.
+fn text(max: usize) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
+/// An object with exactly these properties, all required, in this order.
+fn object(properties: &[(&str, Value)]) -> Value {
+    let names: Vec<&str> = properties.iter().map(|(name, _)| *name).collect();
+    let map: serde_json::Map<String, Value> = properties
+        .iter()
+        .map(|(name, schema)| (name.to_string(), schema.clone()))
+        .collect();
+    json!({
+        "type": "object",
+        "properties": map,
+        "required": names,
+        "additionalProperties": false
+    })
+}
+
+/// Longest `fact` of the read step, in characters: one sentence.
+pub const FACT_CHARS: usize = 160;
+/// Longest `relevance`.
+pub const RELEVANCE_CHARS: usize = 80;
+/// Longest `nextSource`: a name, title or topic.
+pub const NEXT_SOURCE_CHARS: usize = 60;
+/// Longest `expectedInfo`.
+pub const EXPECTED_INFO_CHARS: usize = 100;
+
+/// walk's read step: JSON Lines of up to `max_facts` facts whose `source` is one of the
+/// `shown` chunk ids, then either `{"sufficient": true}`, or 1 to `max_searches` search
+/// objects (`nextSource`, `expectedInfo`) and `{"sufficient": false}`: a reply that says
+/// the facts do not suffice always says where to look next.
+pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Constraint {
+    let fact = object(&[
+        ("fact", text(FACT_CHARS)),
+        ("relevance", text(RELEVANCE_CHARS)),
+        ("source", json!({ "enum": shown })),
+    ]);
+    let search = object(&[
+        ("nextSource", text(NEXT_SOURCE_CHARS)),
+        ("expectedInfo", text(EXPECTED_INFO_CHARS)),
+    ]);
+    Constraint::Lark(format!(
+        r#"start: (fact "\n"){{0,{max_facts}}} verdict
+verdict: "{{\"sufficient\": true}}" | (search "\n"){{1,{max_searches}}} "{{\"sufficient\": false}}"
+fact: {fact}
+search: {search}
+"#,
+        fact = lark_json(fact),
+        search = lark_json(search),
+    ))
+}
+
+/// toc's pick: up to `max` of the listed section ids, or an empty pick, or a direct reply
+/// to a message that needs no documents.
+pub fn toc_pick(ids: &[String], max: usize) -> Constraint {
+    Constraint::JsonSchema(json!({
+        "anyOf": [
+            object(&[(
+                "sections",
+                json!({"type": "array", "items": {"enum": ids}, "maxItems": max}),
+            )]),
+            object(&[("reply", text(300))]),
+        ]
+    }))
+}
+
+/// A navigation turn of roam: open 1 to `max` of the `closed` sections, or answer.
+pub fn roam_move(closed: &[String], max: usize) -> Constraint {
+    let answer = object(&[("action", json!({"const": "answer"}))]);
+    if closed.is_empty() {
+        return Constraint::JsonSchema(answer);
+    }
+    let expand = object(&[
+        ("action", json!({"const": "expand_sections"})),
+        (
+            "ids",
+            json!({"type": "array", "items": {"enum": closed}, "minItems": 1, "maxItems": max}),
+        ),
+    ]);
+    Constraint::JsonSchema(json!({ "anyOf": [expand, answer] }))
+}
+
+/// The answer step: `Answer: ` and a short answer on one line, `Sources:` and the ids of
+/// the shown passages it used in square brackets, then at most one line more (what the
+/// passages do say, when they do not answer).
+pub fn answer(shown: &[String]) -> Constraint {
+    let mut grammar = String::from(r#"start: "Answer: " ANSWER "\nSources:""#);
+    let ids: Vec<String> = shown
+        .iter()
+        .map(|id| serde_json::to_string(id).expect("a string serialises"))
+        .collect();
+    if !ids.is_empty() {
+        let more = ids.len().saturating_sub(1).min(4);
+        grammar.push_str(&format!(r#" (" " source (", " source){{0,{more}}})?"#));
+    }
+    grammar.push_str(r#" ("\n" NOTE)?"#);
+    grammar.push('\n');
+    if !ids.is_empty() {
+        grammar.push_str(&format!(
+            "source: \"[\" ID \"]\"\nID: {}\n",
+            ids.join(" | ")
+        ));
+    }
+    grammar.push_str("ANSWER: /[^\\n]{1,120}/\nNOTE: /[^\\n]{1,300}/\n");
+    Constraint::Lark(grammar)
+}
+
+/// An entry of a generated table of contents: a heading of a few words and one sentence.
+pub fn contents_entry() -> Constraint {
+    Constraint::JsonSchema(object(&[("heading", text(60)), ("summary", text(200))]))
+}
+
+/// docs' plan: `query_documents` with filters on the fields the plan is told of (each
+/// optional, typed by its kind: a date may be a `from`/`to` range; `name` matches titles and
+/// file names), or `search_passages`.
+pub fn docs_plan(fields: &[Field]) -> Constraint {
+    let mut filters: serde_json::Map<String, Value> = filters::shown(fields)
+        .map(|field| {
+            let value = match field.kind {
+                Kind::Text => text(80),
+                Kind::Number => json!({"type": "number"}),
+                Kind::Flag => json!({"type": "boolean"}),
+                Kind::Date => json!({"anyOf": [
+                    text(10),
+                    object(&[("from", text(10)), ("to", text(10))]),
+                ]}),
+            };
+            (field.name.clone(), value)
+        })
+        .collect();
+    filters.entry("name").or_insert_with(|| text(80));
+    let query = object(&[
+        ("action", json!({"const": "query_documents"})),
+        ("query", text(120)),
+        (
+            "filters",
+            json!({"type": "object", "properties": filters, "additionalProperties": false}),
+        ),
+    ]);
+    let search = object(&[
+        ("action", json!({"const": "search_passages"})),
+        ("query", text(120)),
+    ]);
+    Constraint::JsonSchema(json!({ "anyOf": [query, search] }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_step_names_the_shown_ids_and_demands_a_search_unless_sufficient() {
+        let Constraint::Lark(grammar) =
+            read_step(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()], 5, 3)
+        else {
+            panic!("a Lark grammar");
+        };
+        assert!(
+            grammar.contains(r#""enum":["3fa9c2d1.0","77b1e4d0.2"]"#),
+            "{grammar}"
+        );
+        assert!(grammar.contains(r#"(fact "\n"){0,5} verdict"#), "{grammar}");
+        assert!(grammar.contains(r#"(search "\n"){1,3} "{\"sufficient\": false}""#));
+        assert!(grammar.contains(r#""whitespace_flexible":false"#));
+    }
+
+    #[test]
+    fn the_answer_cites_only_shown_ids() {
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()]) else {
+            panic!("a Lark grammar");
+        };
+        assert_eq!(
+            grammar,
+            "start: \"Answer: \" ANSWER \"\\nSources:\" (\" \" source (\", \" source){0,1})? (\"\\n\" NOTE)?\n\
+             source: \"[\" ID \"]\"\n\
+             ID: \"3fa9c2d1.0\" | \"77b1e4d0.2\"\n\
+             ANSWER: /[^\\n]{1,120}/\n\
+             NOTE: /[^\\n]{1,300}/\n"
+        );
+    }
+
+    #[test]
+    fn picks_and_moves_list_only_given_ids() {
+        let Constraint::JsonSchema(schema) = toc_pick(&["0a1b2c3d".into()], 3) else {
+            panic!("a JSON Schema");
+        };
+        assert_eq!(
+            schema["anyOf"][0]["properties"]["sections"]["items"]["enum"],
+            json!(["0a1b2c3d"])
+        );
+        assert_eq!(schema["anyOf"][0]["required"], json!(["sections"]));
+        let Constraint::JsonSchema(schema) = roam_move(&[], 3) else {
+            panic!("a JSON Schema");
+        };
+        assert_eq!(schema["properties"]["action"]["const"], "answer");
+        let Constraint::JsonSchema(schema) = roam_move(&["0a1b2c3d".into()], 2) else {
+            panic!("a JSON Schema");
+        };
+        assert_eq!(schema["anyOf"][0]["properties"]["ids"]["maxItems"], 2);
+    }
+
+    #[test]
+    fn the_docs_plan_filters_only_on_the_index_fields() {
+        let field = |name: &str, kind| Field {
+            name: name.into(),
+            kind,
+            documents: 3,
+            examples: Vec::new(),
+        };
+        let Constraint::JsonSchema(schema) =
+            docs_plan(&[field("type", Kind::Text), field("date", Kind::Date)])
+        else {
+            panic!("a JSON Schema");
+        };
+        let filters = &schema["anyOf"][0]["properties"]["filters"];
+        assert_eq!(filters["additionalProperties"], false);
+        assert_eq!(filters["properties"]["type"]["type"], "string");
+        assert_eq!(
+            filters["properties"]["date"]["anyOf"][1]["required"],
+            json!(["from", "to"])
+        );
+        assert_eq!(
+            schema["anyOf"][1]["properties"]["action"]["const"],
+            "search_passages"
+        );
+    }
+}
