@@ -67,14 +67,21 @@ pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Con
         ("nextSource", text(NEXT_SOURCE_CHARS)),
         ("expectedInfo", text(EXPECTED_INFO_CHARS)),
     ]);
+    // The verdicts are JSON too: a string terminal beside `%json` rules left the JSON
+    // alternatives unreachable (llguidance forced `{"sufficient": true}` from the first token).
+    let verdict = |value: bool| object(&[("sufficient", json!({ "const": value }))]);
     Constraint::Lark(format!(
         r#"start: (fact "\n"){{0,{max_facts}}} verdict
-verdict: "{{\"sufficient\": true}}" | (search "\n"){{1,{max_searches}}} "{{\"sufficient\": false}}"
+verdict: done | (search "\n"){{1,{max_searches}}} not_yet
 fact: {fact}
 search: {search}
+done: {done}
+not_yet: {not_yet}
 "#,
         fact = lark_json(fact),
         search = lark_json(search),
+        done = lark_json(verdict(true)),
+        not_yet = lark_json(verdict(false)),
     ))
 }
 
@@ -188,7 +195,10 @@ mod tests {
             "{grammar}"
         );
         assert!(grammar.contains(r#"(fact "\n"){0,5} verdict"#), "{grammar}");
-        assert!(grammar.contains(r#"(search "\n"){1,3} "{\"sufficient\": false}""#));
+        assert!(grammar.contains(r#"verdict: done | (search "\n"){1,3} not_yet"#));
+        assert!(grammar.contains(
+            r#"not_yet: %json {"type":"object","properties":{"sufficient":{"const":false}}"#
+        ));
         assert!(grammar.contains(r#""whitespace_flexible":false"#));
     }
 

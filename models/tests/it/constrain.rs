@@ -335,3 +335,40 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
         .unwrap();
     assert_eq!(seen, 4);
 }
+
+/// The walk's read-step grammar leaves the model its choice at the start of every line: a
+/// fact, a search or the verdict (a grammar that forced `{"sufficient": true}` whole once
+/// went unnoticed), and its sources can only be the shown ids.
+#[test]
+fn the_read_step_grammar_leaves_every_line_kind_open() {
+    let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
+    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3);
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let mut matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
+        // Only the opening is forced (as bytes: Qwen has longer tokens starting with it, so
+        // it forces no token there).
+        assert_eq!(matcher.compute_ff_bytes(), b"{\"", "{name}");
+        let open = tokenizer.encode("{\"").unwrap();
+        matcher.consume_tokens(&open).unwrap();
+        let mask = matcher.compute_mask().unwrap();
+        for key in ["fact", "nextSource", "sufficient"] {
+            let first = tokenizer.encode(key).unwrap()[0];
+            assert!(mask.is_allowed(first), "{name}: {key} cannot start a line");
+        }
+        let source = format!(
+            "fact\": \"Ilsa Brandt is mayor.\", \"relevance\": \"names her\", \"source\": \"{}\"}}\n",
+            shown[1]
+        );
+        let ids = tokenizer.encode(&source).unwrap();
+        matcher.consume_tokens(&ids).unwrap();
+        let unknown = tokenizer
+            .encode("{\"fact\": \"x\", \"relevance\": \"y\", \"source\": \"0badcafe.9\"}")
+            .unwrap();
+        assert!(
+            matcher.validate_tokens(&unknown).unwrap() < unknown.len(),
+            "{name}"
+        );
+    }
+}
