@@ -54,9 +54,10 @@ pub const NEXT_SOURCE_CHARS: usize = 60;
 pub const EXPECTED_INFO_CHARS: usize = 100;
 
 /// walk's read step: JSON Lines of up to `max_facts` facts whose `source` is one of the
-/// `shown` chunk ids, then either `{"sufficient": true}`, or 1 to `max_searches` search
-/// objects (`nextSource`, `expectedInfo`) and `{"sufficient": false}`: a reply that says
-/// the facts do not suffice always says where to look next.
+/// `shown` chunk ids, then either `{"sufficient": true}` (after at least one fact: nothing
+/// found cannot suffice), or 1 to `max_searches` search objects (`nextSource`,
+/// `expectedInfo`) and `{"sufficient": false}`: a reply that says the facts do not suffice
+/// always says where to look next.
 pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Constraint {
     let fact = object(&[
         ("fact", text(FACT_CHARS)),
@@ -71,8 +72,7 @@ pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Con
     // alternatives unreachable (llguidance forced `{"sufficient": true}` from the first token).
     let verdict = |value: bool| object(&[("sufficient", json!({ "const": value }))]);
     Constraint::Lark(format!(
-        r#"start: (fact "\n"){{0,{max_facts}}} verdict
-verdict: done | (search "\n"){{1,{max_searches}}} not_yet
+        r#"start: (fact "\n"){{1,{max_facts}}} done | (fact "\n"){{0,{max_facts}}} (search "\n"){{1,{max_searches}}} not_yet
 fact: {fact}
 search: {search}
 done: {done}
@@ -194,8 +194,12 @@ mod tests {
             grammar.contains(r#""enum":["3fa9c2d1.0","77b1e4d0.2"]"#),
             "{grammar}"
         );
-        assert!(grammar.contains(r#"(fact "\n"){0,5} verdict"#), "{grammar}");
-        assert!(grammar.contains(r#"verdict: done | (search "\n"){1,3} not_yet"#));
+        assert!(
+            grammar.contains(
+                r#"start: (fact "\n"){1,5} done | (fact "\n"){0,5} (search "\n"){1,3} not_yet"#
+            ),
+            "{grammar}"
+        );
         assert!(grammar.contains(
             r#"not_yet: %json {"type":"object","properties":{"sufficient":{"const":false}}"#
         ));

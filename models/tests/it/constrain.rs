@@ -337,8 +337,9 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
 }
 
 /// The walk's read-step grammar leaves the model its choice at the start of every line: a
-/// fact, a search or the verdict (a grammar that forced `{"sufficient": true}` whole once
-/// went unnoticed), and its sources can only be the shown ids.
+/// fact, a search or (once it has a fact) the verdict (a grammar that forced
+/// `{"sufficient": true}` whole once went unnoticed), and its sources can only be the shown
+/// ids.
 #[test]
 fn the_read_step_grammar_leaves_every_line_kind_open() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
@@ -352,17 +353,26 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
         assert_eq!(matcher.compute_ff_bytes(), b"{\"", "{name}");
         let open = tokenizer.encode("{\"").unwrap();
         matcher.consume_tokens(&open).unwrap();
+        let first = |key: &str| tokenizer.encode(key).unwrap()[0];
+        // Nothing found yet cannot suffice: a fact or a search comes first.
         let mask = matcher.compute_mask().unwrap();
-        for key in ["fact", "nextSource", "sufficient"] {
-            let first = tokenizer.encode(key).unwrap()[0];
-            assert!(mask.is_allowed(first), "{name}: {key} cannot start a line");
-        }
+        assert!(mask.is_allowed(first("fact")) && mask.is_allowed(first("nextSource")));
+        assert!(!mask.is_allowed(first("sufficient")), "{name}");
         let source = format!(
             "fact\": \"Ilsa Brandt is mayor.\", \"relevance\": \"names her\", \"source\": \"{}\"}}\n",
             shown[1]
         );
         let ids = tokenizer.encode(&source).unwrap();
         matcher.consume_tokens(&ids).unwrap();
+        let mut after_fact = matcher.deep_clone();
+        after_fact.consume_tokens(&open).unwrap();
+        let mask = after_fact.compute_mask().unwrap();
+        for key in ["fact", "nextSource", "sufficient"] {
+            assert!(
+                mask.is_allowed(first(key)),
+                "{name}: {key} cannot start a line"
+            );
+        }
         let unknown = tokenizer
             .encode("{\"fact\": \"x\", \"relevance\": \"y\", \"source\": \"0badcafe.9\"}")
             .unwrap();
