@@ -93,6 +93,8 @@ pub struct Options {
     pub memory: Option<std::sync::Arc<crate::Memory>>,
     /// The model that reads whole documents (`docs`); `None`: the chat model.
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
+    /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
+    pub constrain_read: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -128,6 +130,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             }
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
+            walk.constrain_read = options.constrain_read;
             Ok(Box::new(walk))
         }
         "toc" => {

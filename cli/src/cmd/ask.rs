@@ -164,6 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         control: control.clone(),
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
+        ..Options::default()
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {

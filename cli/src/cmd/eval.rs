@@ -169,6 +169,10 @@ pub struct Args {
     /// server that cannot constrain (to measure what constrained decoding gains).
     #[arg(long)]
     unconstrained: bool,
+    /// walk: hold the read step to its grammar (facts citing shown chunks, then a search
+    /// unless the facts suffice); off by default, see docs/constrained-decoding.md.
+    #[arg(long)]
+    constrain_read: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -193,6 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_cycles: args.max_cycles,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?
             .map(|reader| unconstrained(reader, args.unconstrained)),
+        constrain_read: args.constrain_read,
         ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();

@@ -573,8 +573,12 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
     ]));
     let free = Unconstrained(Arc::clone(&model));
     let mut events = Vec::new();
+    let strategy = Walk {
+        constrain_read: true,
+        ..walk(2)
+    };
     let answer =
-        block_on(walk(2).run(QUESTION, env(&t.index, &free), &mut collect(&mut events))).unwrap();
+        block_on(strategy.run(QUESTION, env(&t.index, &free), &mut collect(&mut events))).unwrap();
     assert_eq!(answer.answer, "Ilsa Brandt");
     let calls: Vec<_> = answer
         .trace
