@@ -422,9 +422,8 @@ fn roam_opens_sections_of_a_markdown_report_and_keeps_them_open_in_chat() {
     }
 }
 
-/// Runs `walkrag chat ARGS` with `lines` on stdin: the turns of its `--json` output, each
-/// ending with its answer line.
-fn chat_turns(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Vec<Value>> {
+/// Runs `walkrag chat ARGS` with `lines` on stdin: the JSON lines it printed.
+fn chat_lines(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Value> {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
         .arg("chat")
         .args(args)
@@ -444,11 +443,15 @@ fn chat_turns(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Vec<Valu
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<Value> = stdout(&out)
+    stdout(&out)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .collect();
-    events
+        .collect()
+}
+
+/// The turns of `chat --json` given `lines`, each ending with its answer line.
+fn chat_turns(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Vec<Value>> {
+    chat_lines(dir, args, lines)
         .split_inclusive(|v| v["type"] == "answer")
         .map(<[Value]>::to_vec)
         .collect()
@@ -628,35 +631,17 @@ fn chat_replies_follow_a_json_schema() {
     assert!(["France", "Spain", "Italy"].contains(&reply["country"].as_str().unwrap()));
 
     // Interactive: one line per message, one reply line each.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
-        .args([
-            "chat",
+    let replies = chat_lines(
+        dir,
+        &[
             "--model",
             MODEL,
             "--json-schema",
             "city.schema.json",
-        ])
-        .arg("--json")
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Name a city in Spain.\nAnd one in Italy.\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let replies: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+            "--json",
+        ],
+        "Name a city in Spain.\nAnd one in Italy.\n",
+    );
     assert_eq!(replies.len(), 2);
     assert!(replies.iter().all(|r| r["valid"] == true), "{replies:?}");
 
