@@ -33,6 +33,7 @@ enum Command {
     Eval(cmd::eval::Args),
     Chat(cmd::chat::Args),
     Embed(cmd::embed::Args),
+    Serve(cmd::serve::Args),
     #[command(subcommand)]
     Models(cmd::models::Command),
     #[command(subcommand)]
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Chat(args) => cmd::chat::run(args),
         Command::Embed(args) => cmd::embed::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Models(command) => cmd::models::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

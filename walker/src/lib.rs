@@ -22,6 +22,7 @@ pub mod language;
 pub mod links;
 pub mod llm;
 pub mod memory;
+pub mod output;
 pub mod passages;
 pub mod prompt;
 pub mod reply;

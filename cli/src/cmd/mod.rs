@@ -11,6 +11,7 @@ pub mod eval;
 pub mod index;
 pub mod models;
 pub mod query;
+pub mod serve;
 
 /// Where the index lives unless `--index` says otherwise.
 pub const DEFAULT_INDEX: &str = ".walkrag";
