@@ -4,9 +4,10 @@
 Usage: convert.py CHECKOUT OUTDIR, where CHECKOUT is a clone of the public repository
 usnistgov/800-63-3 (the commit used is in demo/README.md). Each volume's top file lists its
 parts as Jekyll `include_relative` lines; they are joined in that order. Site markup that a
-reader does not see (anchors, `div` wrappers, Liquid tags, images) is dropped and links keep
-only their text, so what is left is the publication's own prose, headings and tables.
+reader does not see (anchors, `div` wrappers, Liquid tags, images) is dropped, entities such as
+`&mdash;` become their characters, and links keep only their text, so what is left is the publication's own prose, headings and tables.
 """
+import html
 import pathlib
 import re
 import sys
@@ -27,7 +28,7 @@ def html_to_text(text: str) -> str:
     text = AUTOLINK.sub(r"\1", text)
     text = BREAK.sub(" ", text)
     text = ROW_END.sub("\n", text)
-    return TAG.sub("", text)
+    return html.unescape(TAG.sub("", text))
 
 
 def clean(text: str) -> str:
