@@ -12,7 +12,14 @@ import pathlib
 import re
 import sys
 
-VOLUMES = {"sp800-63-3": "63-3", "sp800-63a": "63A", "sp800-63b": "63B", "sp800-63c": "63C"}
+# Each volume's file name and title. The title pages' own headings become plain lines, so
+# that the sections sit directly under this one title instead of under two cover headings.
+VOLUMES = {
+    "sp800-63-3": ("63-3", "Digital Identity Guidelines"),
+    "sp800-63a": ("63A", "Enrollment and Identity Proofing"),
+    "sp800-63b": ("63B", "Authentication and Lifecycle Management"),
+    "sp800-63c": ("63C", "Federation and Assertions"),
+}
 INCLUDE = re.compile(r"{%\s*include_relative\s+(\S+)\s*%}")
 ANCHOR = re.compile(r"<a\s+name=\"[^\"]*\"\s*>\s*</a>\s*", re.I)
 LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)]*\)")
@@ -29,6 +36,15 @@ def html_to_text(text: str) -> str:
     text = BREAK.sub(" ", text)
     text = ROW_END.sub("\n", text)
     return html.unescape(TAG.sub("", text))
+
+
+def cover(text: str) -> str:
+    """The title pages' headings made plain lines; the front matter from "Authority" on
+    (abstract, keywords, executive summary) kept as sections under the volume's title."""
+    at = re.search(r"^###\s+Authority", text, flags=re.M)
+    title_pages, front = (text[: at.start()], text[at.start() :]) if at else (text, "")
+    front = re.sub(r"^###\s", "## ", front, flags=re.M)
+    return re.sub(r"^#+\s*", "", title_pages, flags=re.M) + front
 
 
 def clean(text: str) -> str:
@@ -48,10 +64,12 @@ def clean(text: str) -> str:
 def main() -> None:
     checkout, outdir = map(pathlib.Path, sys.argv[1:3])
     outdir.mkdir(parents=True, exist_ok=True)
-    for stem, name in VOLUMES.items():
+    for stem, (name, title) in VOLUMES.items():
         top = (checkout / f"{stem}.md").read_text(encoding="utf-8")
-        parts = [(checkout / p).read_text(encoding="utf-8") for p in INCLUDE.findall(top)]
-        body = clean("\n\n".join(parts))
+        paths = INCLUDE.findall(top)
+        parts = [(checkout / p).read_text(encoding="utf-8") for p in paths]
+        parts = [cover(part) if path.endswith("cover.md") else part for path, part in zip(paths, parts)]
+        body = f"# NIST SP 800-{name}: {title}\n\n" + clean("\n\n".join(parts))
         target = outdir / f"sp800-{name.lower()}.md"
         target.write_text(body, encoding="utf-8")
         print(f"{target}: {len(body):,} bytes from {len(parts)} parts")
