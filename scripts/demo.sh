@@ -1,51 +1,50 @@
 #!/usr/bin/env bash
-# The walkrag demo, from a fresh clone: fetch the default models (skipped when present), build,
-# and show what walkrag does today on the sample in demo/.
+# The walkrag demo, from a fresh clone: fetch the default models (skipped when present and
+# verified), build, index a long standard (NIST SP 800-63-3, four volumes, in demo/sp800-63),
+# walk a question whose answer needs two sections, write the walk's trace, and ask the same
+# question with `single`, one search and one model call, to compare.
+#
+# Everything it makes goes to target/demo/; a second run reuses the index (nothing changed,
+# nothing is embedded again). DEMO_QUESTION="..." scripts/demo.sh asks your own question.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/fetch-models.sh
-# The dev profile optimises every dependency (see Cargo.toml), so the demo shares the test build.
-cargo build -p walkrag
+
+started=$SECONDS
+timings=()
+# Runs a step, printing its title first and remembering how long it took.
+step() {
+  local title=$1
+  shift
+  printf '\n== %s\n' "$title" >&2
+  local t0=$SECONDS status=0
+  "$@" || status=$?
+  timings+=("$(printf '%5ds  %s' $((SECONDS - t0)) "$title")")
+  # `walkrag ask` exits 1 when the model finds no answer: a result, not a failure.
+  if [ "$status" -gt 1 ]; then
+    exit "$status"
+  fi
+}
+
+step "models (fetched once, checked by sha256)" scripts/fetch-models.sh minilm qwen2.5-coder-0.5b
+# The dev profile optimises every dependency (Cargo.toml), so the demo shares the test build.
+step "build" cargo build -p walkrag
 walkrag=target/debug/walkrag
+out=target/demo
+mkdir -p "$out"
 
-echo; echo "== installed models"
-$walkrag models list
+question=${DEMO_QUESTION:-"How often must a subscriber be reauthenticated at the authenticator assurance level that agencies must select at minimum when self-asserted personal information is made available online?"}
 
-echo; echo "== embedding demo/passages.jsonl with all-MiniLM-L6-v2 (first values of each vector)"
-show_similarities=$(cat <<'PY'
-import json, sys
-rows = [json.loads(line) for line in sys.stdin]
-for r in rows:
-    head = ", ".join(f"{x:+.3f}" for x in r["embedding"][:4])
-    print(f"{r['id']:>14}  dim={len(r['embedding'])}  [{head}, ...]")
-query = rows[0]
-print(f"\ncosine similarity to '{query['id']}' (vectors are unit length, so a dot product):")
-scores = [(sum(a * b for a, b in zip(query["embedding"], r["embedding"])), r["id"]) for r in rows[1:]]
-for score, name in sorted(scores, reverse=True):
-    print(f"{name:>14}  {score:.3f}")
-PY
-)
-$walkrag embed --input demo/passages.jsonl | python3 -c "$show_similarities"
+step "index demo/sp800-63 into $out/index (only new or changed text is embedded)" \
+  "$walkrag" index demo/sp800-63 --index "$out/index"
 
-index=$(mktemp -d)/index
-trap 'rm -rf "$(dirname "$index")"' EXIT
-echo; echo "== indexing demo/ (a Markdown report and a small corpus) into $index"
-$walkrag index demo --index "$index"
+printf '\nquestion: %s\n' "$question" >&2
+step "walk: facts and leads stream below, then the cited answer" \
+  "$walkrag" ask "$question" --index "$out/index" --max-cycles 2 --trace "$out/walk.html"
+printf '\nThe walk drawn as a graph (open it in a browser): %s\n' "$PWD/$out/walk.html" >&2
 
-echo; echo "== the report's abridged outline (deeper sections collapsed behind their ids)"
-$walkrag outline demo/report.md --index "$index"
+step "single: the same question, one search and one model call" \
+  "$walkrag" ask "$question" --strategy single --index "$out/index"
 
-echo; echo "== search: how much electricity does the solar roof make?"
-$walkrag search "how much electricity does the solar roof make?" --index "$index" -k 3
-
-echo; echo "== show the section of the top hit"
-section=$($walkrag search "how much electricity does the solar roof make?" --index "$index" -k 1 --json \
-  | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["section_id"])')
-$walkrag show "$section" --index "$index"
-
-echo; echo "== a local chat model (Qwen2.5-Coder-0.5B on candle) answers, streaming"
-$walkrag chat --max-tokens 48 -v \
-  --prompt "In one sentence: why do dairy cooperatives pool their milk in one creamery?"
-
-echo; echo "== embedding throughput on the demo passages"
-$walkrag bench embed --corpus demo/passages.jsonl --runs 1
+printf '\n== timings\n' >&2
+printf '%s\n' "${timings[@]}" >&2
+printf '%5ds  in all\n' $((SECONDS - started)) >&2

@@ -9,6 +9,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `walkrag --version`: the crate version and the commit it was built from (cli/build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("WALKRAG_COMMIT"),
+    ")"
+);
+
 /// walkrag: ask multi-hop questions of long documents, with local models.
 ///
 /// Models come from the models directory ($WALKRAG_MODELS, default ~/.cache/walkrag/models),
@@ -16,8 +24,11 @@ use clap::{Parser, Subcommand};
 /// results go to stdout, as JSON Lines with --json.
 ///
 /// Exit codes: 0 success, 1 nothing found, 2 error.
+///
+/// Start with `walkrag index DIR` then `walkrag ask "QUESTION"`; `walkrag CMD --help` has
+/// examples for each command.
 #[derive(Parser)]
-#[command(name = "walkrag", version, max_term_width = 100)]
+#[command(name = "walkrag", version = VERSION, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -419,10 +419,7 @@ fn converse(
 }
 
 fn print_answer_json(answer: &Answer) {
-    print_json(&super::ask::AnswerLine {
-        r#type: "answer",
-        answer,
-    });
+    print_json(&walkrag_walker::output::AnswerLine::new(answer));
 }
 
 /// One JSON object on its own line of stdout (a closed stdout ends the output quietly).

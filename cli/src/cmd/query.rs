@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use serde::Serialize;
 use walkrag_embed::{Embedder, SentenceEmbedder};
 use walkrag_engine::outline::{self, snippet};
 use walkrag_engine::{ChunkRef, Index, IndexedDoc, Item, SearchOptions};
+use walkrag_walker::output::{SearchHit, Shown};
 
 /// Opens the index in `dir` and the embedder it was built with (or `spec`, if it matches).
 pub fn open_with_embedder(
@@ -52,20 +52,6 @@ pub struct SearchArgs {
     ef_search: Option<usize>,
 }
 
-#[derive(Serialize)]
-struct SearchHit<'a> {
-    rank: usize,
-    score: f32,
-    chunk_id: String,
-    doc_id: &'a str,
-    title: &'a str,
-    section_id: String,
-    section_path: &'a [String],
-    text: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    page: Option<u32>,
-}
-
 pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let (index, embedder) = open_with_embedder(&args.index, args.embedder.as_deref())?;
     let query = embedder.embed_one(&args.query)?;
@@ -79,17 +65,7 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     for (i, hit) in hits.iter().enumerate() {
         let c = index.chunk(hit.row);
         if args.json {
-            let line = SearchHit {
-                rank: i + 1,
-                score: hit.score,
-                chunk_id: c.id().to_string(),
-                doc_id: &c.doc.id.0,
-                title: &c.doc.title,
-                section_id: c.section().id.to_string(),
-                section_path: &c.section().path,
-                text: c.text(),
-                page: c.chunk.page,
-            };
+            let line = SearchHit::new(&index, i + 1, hit);
             serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
         } else {
@@ -186,19 +162,6 @@ pub struct ShowArgs {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct Shown<'a> {
-    kind: &'static str,
-    id: String,
-    doc_id: &'a str,
-    title: &'a str,
-    section_path: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    page: Option<u32>,
-    range: [usize; 2],
-    text: &'a str,
-}
-
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let index = Index::open(&args.index)?;
     let Some(item) = index.resolve(args.id.trim()) else {
@@ -208,43 +171,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             args.index.display()
         );
     };
-    let empty: &[String] = &[];
-    let shown = match item {
-        Item::Document(d) => Shown {
-            kind: "document",
-            id: d.doc.id.0.clone(),
-            doc_id: &d.doc.id.0,
-            title: &d.doc.title,
-            section_path: empty,
-            page: None,
-            range: [0, d.doc.text.len()],
-            text: &d.doc.text,
-        },
-        Item::Section { doc, section } => {
-            let range = doc.doc.subtree_range(section);
-            let s = &doc.doc.sections[section];
-            Shown {
-                kind: "section",
-                id: s.id.to_string(),
-                doc_id: &doc.doc.id.0,
-                title: &doc.doc.title,
-                section_path: &s.path,
-                page: doc.doc.page_of(range.start),
-                range: [range.start, range.end],
-                text: &doc.doc.text[range],
-            }
-        }
-        Item::Chunk(c) => Shown {
-            kind: "chunk",
-            id: c.id().to_string(),
-            doc_id: &c.doc.id.0,
-            title: &c.doc.title,
-            section_path: &c.section().path,
-            page: c.chunk.page,
-            range: [c.chunk.range.start, c.chunk.range.end],
-            text: c.text(),
-        },
-    };
+    let shown = Shown::of(item);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         serde_json::to_writer(&mut out, &shown)?;

@@ -3,6 +3,7 @@
 mod actions;
 mod ask_eval;
 mod crash;
+mod docs;
 mod index;
 
 use std::path::Path;
