@@ -301,7 +301,8 @@ fn eval_writes_results_summary_report_and_resumes() {
 /// Indexes `docs/data/samples/report.md` in `dir` and asks `question` of it with `strategy`, `--json`
 /// and a trace in `STRATEGY.json`: the answer line and the trace.
 fn ask_report(dir: &std::path::Path, strategy: &str, question: &str) -> (Value, Value) {
-    let report = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/data/samples/report.md");
+    let report =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/data/samples/report.md");
     std::fs::copy(report, dir.join("report.md")).unwrap();
     let out = walkrag(dir, &["index", "report.md"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -461,7 +462,8 @@ fn chat_turns(dir: &std::path::Path, args: &[&str], lines: &str) -> Vec<Vec<Valu
 fn docs_reads_documents_chosen_by_front_matter_and_chat_takes_toc() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let reports = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/data/samples/reports");
+    let reports =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/data/samples/reports");
     std::fs::create_dir(dir.join("reports")).unwrap();
     for entry in std::fs::read_dir(reports).unwrap() {
         let path = entry.unwrap().path();
