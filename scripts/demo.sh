@@ -26,8 +26,9 @@ step() {
 }
 
 step "models (fetched once, checked by sha256)" scripts/fetch-models.sh minilm qwen2.5-coder-0.5b
-# The dev profile optimises every dependency (Cargo.toml), so the demo shares the test build.
-step "build" cargo build -p walkrag
+# The same build as scripts/test.sh (the dev profile optimises every dependency, Cargo.toml):
+# built here with the tests' features, nothing is compiled twice when the tests run next.
+step "build" cargo build --workspace --all-targets
 walkrag=target/debug/walkrag
 out=target/demo
 mkdir -p "$out"
