@@ -200,7 +200,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         answer
     } else {
-        let mut human = Human::default();
+        // No spinner where the terminal is also asked things (actions' confirmations,
+        // --interactive's pauses).
+        let mut human = Human::with_spinner(!actions && !args.interactive);
         let answer = runtime.block_on(strategy.run(&args.question, env, &mut |e| human.show(e)))?;
         human.finish(&answer, &index)?;
         answer
@@ -270,52 +272,113 @@ fn write_trace(path: &Path, answer: &Answer, index: &Index) -> anyhow::Result<()
 }
 
 /// Human output: retrievals and notes on stderr, the answer streamed to stdout.
+///
+/// With a spinner (a terminal, not `--json`), a line on stderr says what the strategy is
+/// doing while nothing else is printed: a local model reads a prompt of a few thousand
+/// tokens for seconds before its first word.
 #[derive(Default)]
 pub(crate) struct Human {
     answering: bool,
+    spinner: Option<indicatif::ProgressBar>,
+    facts: usize,
 }
 
 impl Human {
+    /// Human output with a spinner on stderr when `enabled` and stderr is a terminal.
+    pub(crate) fn with_spinner(enabled: bool) -> Self {
+        let spinner = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                    .expect("template is valid"),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar.set_message("searching");
+            bar
+        });
+        Self {
+            spinner,
+            ..Self::default()
+        }
+    }
+
+    /// Writes to stderr with the spinner's line out of the way.
+    fn say(&self, write: impl FnOnce(&mut std::io::StderrLock<'_>)) {
+        let write_now = || write(&mut std::io::stderr().lock());
+        match &self.spinner {
+            Some(bar) => bar.suspend(write_now),
+            None => write_now(),
+        }
+    }
+
+    /// What the spinner says the strategy is doing now.
+    fn doing(&self, step: String) {
+        if let Some(bar) = &self.spinner {
+            bar.set_message(step);
+        }
+    }
+
+    fn facts_so_far(&self) -> String {
+        match self.facts {
+            0 => "the model reads the passages".to_string(),
+            1 => "the model reads the passages · 1 fact so far".to_string(),
+            n => format!("the model reads the passages · {n} facts so far"),
+        }
+    }
+
     pub(crate) fn show(&mut self, event: Event) {
-        let mut err = std::io::stderr().lock();
         match event {
             Event::Cycle { cycle } if cycle > 1 => {
-                let _ = writeln!(err, "── cycle {cycle}");
+                self.say(|err| {
+                    let _ = writeln!(err, "── cycle {cycle}");
+                });
+                self.doing(format!("cycle {cycle}: searching"));
             }
             Event::Cycle { .. } => {}
             Event::Retrieved { query, chunks, .. } => {
-                let _ = writeln!(err, "searching: {query}");
-                for c in chunks {
-                    let mark = if c.new { ' ' } else { '·' };
-                    let _ = writeln!(
-                        err,
-                        "  {mark}{:.3} [{}] {}",
-                        c.score,
-                        c.chunk_id,
-                        describe(&c.title, &c.section_path, c.page)
-                    );
-                }
+                self.say(|err| {
+                    let _ = writeln!(err, "searching: {query}");
+                    for c in &chunks {
+                        let mark = if c.new { ' ' } else { '·' };
+                        let _ = writeln!(
+                            err,
+                            "  {mark}{:.3} [{}] {}",
+                            c.score,
+                            c.chunk_id,
+                            describe(&c.title, &c.section_path, c.page)
+                        );
+                    }
+                });
+                self.doing(self.facts_so_far());
             }
-            Event::Note { message } => {
+            Event::Note { message } => self.say(|err| {
                 let _ = writeln!(err, "note: {message}");
-            }
+            }),
             Event::Fact(fact) => {
                 let source = match (fact.trusted, fact.chunk_id) {
                     (true, Some(id)) => format!("[{id}]"),
                     _ => format!("(unverified source {:?})", fact.source),
                 };
                 let recalled = if fact.remembered { " (remembered)" } else { "" };
-                let _ = writeln!(err, "  • {} {source}{recalled}", fact.fact);
+                self.say(|err| {
+                    let _ = writeln!(err, "  • {} {source}{recalled}", fact.fact);
+                });
+                self.facts += 1;
+                self.doing(self.facts_so_far());
             }
-            Event::NextSource(d) => {
+            Event::NextSource(d) => self.say(|err| {
                 let _ = writeln!(err, "  → look for: {} — {}", d.next_source, d.expected_info);
-            }
-            Event::Action(step) => super::actions::show_action(&mut err, &step),
+            }),
+            Event::Action(step) => self.say(|err| super::actions::show_action(err, &step)),
             Event::Token { text } => {
                 if !self.answering {
                     self.answering = true;
+                    // The answer streams to stdout: the spinner's line would cut into it.
+                    if let Some(bar) = self.spinner.take() {
+                        bar.finish_and_clear();
+                    }
                     if std::io::stderr().is_terminal() {
-                        let _ = writeln!(err);
+                        eprintln!();
                     }
                 }
                 let mut out = std::io::stdout().lock();
@@ -324,7 +387,10 @@ impl Human {
         }
     }
 
-    pub(crate) fn finish(&self, answer: &Answer, index: &Index) -> anyhow::Result<()> {
+    pub(crate) fn finish(&mut self, answer: &Answer, index: &Index) -> anyhow::Result<()> {
+        if let Some(bar) = self.spinner.take() {
+            bar.finish_and_clear();
+        }
         let mut out = std::io::stdout().lock();
         if !answer.text.ends_with('\n') {
             writeln!(out)?;
