@@ -1,6 +1,7 @@
 //! Sending prepared requests. Requests that change something wait for the user's
-//! confirmation; credentials are added only here, at send time, after the preview was made;
-//! every response or failure comes back as an `Outcome` the model can read.
+//! confirmation; credentials are added only here, at send time, after the preview was made,
+//! and only to requests for the API's own origin; every response or failure comes back as an
+//! `Outcome` the model can read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -55,7 +56,9 @@ impl<F: Fn(&RequestPreview) -> bool + Send + Sync> Confirm for F {
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
     /// The URL paths are appended to; `None` takes the operation's or the catalogue's first
-    /// absolute server.
+    /// absolute server. Its origin (scheme, host, port) is the only one credentials are sent
+    /// to; without it, the origin of the catalogue's first absolute server (the API's own
+    /// address, never an operation's), so a spec cannot route the credentials elsewhere.
     pub base_url: Option<String>,
     /// Limit for a whole request, body included: 30 s, long enough for slow APIs, short
     /// enough that a conversation does not stall.
@@ -154,7 +157,37 @@ pub struct RequestPreview {
     /// What the executor adds at send time, by name only: `header Authorization`,
     /// `scheme bearerAuth`.
     pub credentials: Vec<String>,
+    /// Credentials configured for the API but not sent with this request, because it goes to
+    /// another origin than the API's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
     pub needs_confirmation: bool,
+}
+
+/// Credentials kept from a request whose URL is not on the API's origin (an operation's own
+/// `servers` entry elsewhere): by name only, and the two origins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Withheld {
+    /// `header Authorization`, `scheme bearerAuth`, `input token`.
+    pub credentials: Vec<String>,
+    /// The origin the request goes to: `https://other.example`.
+    pub origin: String,
+    /// The origin credentials go to: the configured base URL's, else the catalogue's first
+    /// absolute server's.
+    pub api_origin: String,
+}
+
+impl fmt::Display for Withheld {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "credentials withheld: {}; the request goes to {}, and credentials go only to the \
+             API's origin, {}",
+            self.credentials.join(", "),
+            self.origin,
+            self.api_origin
+        )
+    }
 }
 
 impl fmt::Display for RequestPreview {
@@ -165,6 +198,9 @@ impl fmt::Display for RequestPreview {
         }
         if !self.credentials.is_empty() {
             write!(f, "\n(credentials added: {})", self.credentials.join(", "))?;
+        }
+        if let Some(withheld) = &self.withheld {
+            write!(f, "\n({withheld})")?;
         }
         if let Some(body) = &self.body {
             write!(f, "\n\n{body}")?;
@@ -344,6 +380,8 @@ impl fmt::Display for Failure {
 pub struct Executor {
     client: reqwest::Client,
     base_url: String,
+    /// The only origin credentials are sent to: the base URL's (`ExecutorConfig::base_url`).
+    origin: String,
     config: ExecutorConfig,
     schemes: BTreeMap<String, SecurityScheme>,
     /// Per operation, its credential inputs ([`crate::Input::is_credential`]), where they go
@@ -355,6 +393,7 @@ impl fmt::Debug for Executor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Executor")
             .field("base_url", &self.base_url)
+            .field("origin", &self.origin)
             .field("config", &self.config)
             .field("schemes", &self.schemes)
             .field("credential_inputs", &self.credential_inputs)
@@ -364,7 +403,7 @@ impl fmt::Debug for Executor {
 
 impl Executor {
     /// An executor for `catalog`'s API. The base URL is the configured one, else the
-    /// catalogue's first absolute `http(s)` server.
+    /// catalogue's first absolute `http(s)` server; credentials go only to its origin.
     pub fn new(catalog: &Catalog, config: ExecutorConfig) -> Result<Self, ConfigError> {
         let base_url = match &config.base_url {
             Some(url) => checked_base(url)?,
@@ -382,6 +421,8 @@ impl Executor {
                 }
             }
         };
+        let origin =
+            origin_of(&base_url).ok_or_else(|| ConfigError::BadBaseUrl(base_url.clone()))?;
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
@@ -392,6 +433,7 @@ impl Executor {
         Ok(Self {
             client,
             base_url,
+            origin,
             config,
             schemes: catalog.security_schemes.clone(),
             credential_inputs: catalog
@@ -467,8 +509,34 @@ impl Executor {
             .collect()
     }
 
-    fn attach(&self, prepared: &Prepared) -> Attached {
-        self.attach_to(&prepared.operation_id, &prepared.security)
+    /// What the configured credentials add to `prepared`: nothing when it goes to another
+    /// origin than the API's, and then the names of what was withheld.
+    fn attach(&self, prepared: &Prepared) -> (Attached, Option<Withheld>) {
+        let attached = self.attach_to(&prepared.operation_id, &prepared.security);
+        // The whole URL's origin: a path cannot move the request to another host either.
+        let origin = origin_of(&self.url_for(prepared));
+        if origin.as_deref() == Some(self.origin.as_str()) {
+            return (attached, None);
+        }
+        let credentials = self.credential_names(&attached);
+        let withheld = (!credentials.is_empty()).then(|| Withheld {
+            credentials,
+            origin: origin.unwrap_or_else(|| "a URL that does not parse".into()),
+            api_origin: self.origin.clone(),
+        });
+        (Attached::default(), withheld)
+    }
+
+    /// What `attached` adds, by name only: `header NAME`, `scheme NAME`, `input NAME`.
+    fn credential_names(&self, attached: &Attached) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .config
+            .credentials
+            .header_names()
+            .map(|name| format!("header {name}"))
+            .collect();
+        names.extend(attached.used.iter().cloned());
+        names
     }
 
     /// The required credential inputs of `action` sent in the query (a download link's
@@ -492,7 +560,7 @@ impl Executor {
 
     /// The request `prepared` would send, without credentials.
     pub fn preview(&self, prepared: &Prepared) -> RequestPreview {
-        let attached = self.attach(prepared);
+        let (attached, withheld) = self.attach(prepared);
         // What goes out besides the credentials (inputs they replace are not sent).
         let query = without(&prepared.query, &attached.query, str::eq);
         let mut headers = without(
@@ -501,8 +569,7 @@ impl Executor {
             str::eq_ignore_ascii_case,
         );
         let cookies = without(&prepared.cookies, &attached.cookies, str::eq);
-        let base = self.base_for(prepared);
-        let mut url = format!("{}{}", base.trim_end_matches('/'), prepared.path);
+        let mut url = self.url_for(prepared);
         if !query.is_empty() {
             url.push('?');
             url.push_str(&encode_pairs(&query));
@@ -514,13 +581,12 @@ impl Executor {
             headers.push(("Content-Type".into(), body.content_type.clone()));
             body_text(body.encoding, &body.value)
         });
-        let mut credentials: Vec<String> = self
-            .config
-            .credentials
-            .header_names()
-            .map(|name| format!("header {name}"))
-            .collect();
-        credentials.extend(attached.used.iter().cloned());
+        // Nothing is added when the credentials are withheld.
+        let credentials = if withheld.is_some() {
+            Vec::new()
+        } else {
+            self.credential_names(&attached)
+        };
         RequestPreview {
             operation_id: prepared.operation_id.clone(),
             method: prepared.method,
@@ -528,6 +594,7 @@ impl Executor {
             headers,
             body,
             credentials,
+            withheld,
             needs_confirmation: prepared.method.needs_confirmation(),
         }
     }
@@ -571,8 +638,17 @@ impl Executor {
         }
         audit(true);
         let credentials = &self.config.credentials;
-        let attached = self.attach(prepared);
+        let (attached, withheld) = self.attach(prepared);
         let mut notes = prepared.coerced.clone();
+        if let Some(withheld) = &withheld {
+            tracing::warn!(
+                operation = %preview.operation_id,
+                url = %preview.url,
+                withheld = %withheld.credentials.join(", "),
+                "credentials withheld: the request goes to another origin than the API's"
+            );
+            notes.push(withheld.to_string());
+        }
         if !attached.missing.is_empty() {
             let hints: Vec<String> = attached
                 .missing
@@ -587,10 +663,9 @@ impl Executor {
 
         // The only place credentials meet the request. A credential replaces an input of the
         // same name: the model cannot choose what is sent in a credential's place.
-        let base = self.base_for(prepared);
         let mut query = without(&prepared.query, &attached.query, str::eq);
         query.extend(attached.query.iter().cloned());
-        let mut url = format!("{}{}", base.trim_end_matches('/'), prepared.path);
+        let mut url = self.url_for(prepared);
         if !query.is_empty() {
             url.push('?');
             url.push_str(&encode_pairs(&query));
@@ -668,6 +743,12 @@ impl Executor {
         })
     }
 
+    /// The URL `prepared` goes to, without its query.
+    fn url_for(&self, prepared: &Prepared) -> String {
+        let base = self.base_for(prepared);
+        format!("{}{}", base.trim_end_matches('/'), prepared.path)
+    }
+
     /// An operation's own absolute server, unless a base URL was configured.
     fn base_for<'a>(&'a self, prepared: &'a Prepared) -> &'a str {
         if self.config.base_url.is_none() {
@@ -679,7 +760,9 @@ impl Executor {
     }
 
     /// Reads at most the byte budget of the body (and one byte more, to know whether it was
-    /// cut); returns the text, the cut, and an error that stopped the reading.
+    /// cut); returns the text, the cut, and an error that stopped the reading. A body shown
+    /// in part (cut, or stopped by an error) ends before any credential the cut fell in, so
+    /// redaction, which only knows whole credentials, leaves no start of one.
     async fn read_body(
         &self,
         mut response: reqwest::Response,
@@ -717,8 +800,14 @@ impl Executor {
                 end -= 1;
             }
             bytes.truncate(end);
+            let end = self.config.credentials.cut_before_credential(&bytes);
+            bytes.truncate(end);
             Cut { shown: end, total }
         });
+        if cut.is_none() && error.is_some() {
+            let end = self.config.credentials.cut_before_credential(&bytes);
+            bytes.truncate(end);
+        }
         let text = String::from_utf8_lossy(&bytes);
         (self.config.credentials.redact(&text), cut, error)
     }
@@ -785,6 +874,14 @@ fn without(
         .filter(|(name, _)| !taken.iter().any(|(t, _)| same(name, t)))
         .cloned()
         .collect()
+}
+
+/// The origin of an absolute `http(s)` URL, `http://host:port` (the default port left out),
+/// or `None` when it does not parse.
+fn origin_of(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let origin = parsed.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 fn is_absolute(url: &str) -> bool {

@@ -75,7 +75,7 @@ pub use examples::{
 };
 pub use exec::{
     AlwaysNo, AlwaysYes, AuditLog, Confirm, Cut, Dispatch, Executor, ExecutorConfig, Failure,
-    FailureKind, Outcome, RequestPreview, Response,
+    FailureKind, Outcome, RequestPreview, Response, Withheld,
 };
 pub use record::{ActionRecord, ACTION_KIND, EXAMPLE_KIND};
 pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 
 use crate::action::{KeyLocation, SecurityRequirement, SecurityScheme};
 use crate::error::ConfigError;
@@ -267,9 +268,61 @@ impl Credentials {
     }
 
     /// `text` with every credential (and the forms it is sent in: base64 for basic auth,
-    /// percent-encoded for a query, the token of `Bearer TOKEN`) replaced by `***`. Values
-    /// shorter than 4 characters are left alone: replacing them would garble the text.
+    /// percent-encoded for a query, the token of `Bearer TOKEN`) replaced by `***`; where
+    /// they overlap, one `***` covers them all. Values shorter than 4 characters are left
+    /// alone: replacing them would garble the text.
     pub fn redact(&self, text: &str) -> String {
+        let spans = merged(occurrences(&self.needles(), text.as_bytes()));
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for span in spans {
+            // A match of a whole UTF-8 string starts and ends on character boundaries.
+            out.push_str(&text[at..span.start]);
+            out.push_str("***");
+            at = span.end;
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+
+    /// Where to cut `bytes`, the start of a text shown only in part, so that no credential is
+    /// cut in two: `bytes.len()`, unless the text ends with the first bytes of a credential
+    /// in one of the forms `redact` replaces, not inside a whole one; then where they start,
+    /// or where a credential overlapping them starts. What is left is redacted whole, and no
+    /// start of one shows.
+    pub(crate) fn cut_before_credential(&self, bytes: &[u8]) -> usize {
+        let needles = self.needles();
+        // Where the earliest form cut off at the end starts (its longest proper prefix).
+        let open = needles
+            .iter()
+            .filter_map(|needle| {
+                let needle = needle.as_bytes();
+                (1..needle.len())
+                    .rev()
+                    .find(|&k| bytes.ends_with(&needle[..k]))
+                    .map(|k| bytes.len() - k)
+            })
+            .min();
+        let Some(open) = open else {
+            return bytes.len();
+        };
+        let mut spans = occurrences(&needles, bytes);
+        // Inside a whole credential that reaches the end, it is redacted with it.
+        if merged(spans.clone())
+            .last()
+            .is_some_and(|last| last.start <= open && last.end == bytes.len())
+        {
+            return bytes.len();
+        }
+        spans.push(open..bytes.len());
+        merged(spans)
+            .into_iter()
+            .find(|span| span.contains(&open))
+            .map_or(open, |span| span.start)
+    }
+
+    /// Every form a credential is sent in, at least 4 characters long.
+    fn needles(&self) -> Vec<String> {
         let mut needles: Vec<String> = Vec::new();
         let values = self
             .headers
@@ -287,16 +340,9 @@ impl Credentials {
             }
         }
         needles.retain(|n| n.chars().count() >= 4);
-        // Longest first, so a value is replaced whole before a part of it.
-        needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        needles.sort();
         needles.dedup();
-        let mut out = text.to_string();
-        for needle in needles {
-            if out.contains(&needle) {
-                out = out.replace(&needle, "***");
-            }
-        }
-        out
+        needles
     }
 }
 
@@ -309,6 +355,35 @@ impl fmt::Debug for Credentials {
             .field("inputs", &self.inputs)
             .finish()
     }
+}
+
+/// Where each of `needles` occurs in `text`, overlapping occurrences included.
+fn occurrences(needles: &[String], text: &[u8]) -> Vec<Range<usize>> {
+    let mut found = Vec::new();
+    for needle in needles.iter().map(String::as_bytes) {
+        let mut from = 0;
+        while let Some(at) = text[from..]
+            .windows(needle.len())
+            .position(|window| window == needle)
+        {
+            found.push(from + at..from + at + needle.len());
+            from += at + 1;
+        }
+    }
+    found
+}
+
+/// `spans` in order, those that overlap joined.
+fn merged(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    spans.sort_by_key(|span| span.start);
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for span in spans {
+        match out.last_mut() {
+            Some(last) if span.start < last.end => last.end = last.end.max(span.end),
+            _ => out.push(span),
+        }
+    }
+    out
 }
 
 /// Sets `name` to `value` in `list`, replacing an entry of the same name in any case.
@@ -392,6 +467,38 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(base64(input.as_bytes()), expected);
         }
+    }
+
+    #[test]
+    fn a_cut_never_ends_inside_a_credential() {
+        // A token that ends with its own first letters, and a second one that overlaps it.
+        let credentials = Credentials::new()
+            .with_scheme("a", Secret::new("sk-abc-sk"))
+            .with_scheme("b", Secret::new("-sk-xyz1"));
+        let cut =
+            |text: &str| text[..credentials.cut_before_credential(text.as_bytes())].to_string();
+        assert_eq!(cut("see sk-ab"), "see ");
+        assert_eq!(
+            cut("see sk-abc-sk"),
+            "see sk-abc-sk",
+            "whole: redacted, not cut"
+        );
+        assert_eq!(
+            cut("see sk-abc-sk-"),
+            "see ",
+            "overlapping the start of another"
+        );
+        assert_eq!(
+            cut("see sk-abc-sk-sk"),
+            "see sk-abc-sk",
+            "after a whole one"
+        );
+        assert_eq!(cut("see sk-abc-skip"), "see sk-abc-skip");
+        assert_eq!(cut("sees"), "see", "a letter that may start one goes too");
+        assert_eq!(
+            credentials.redact("sk-abc-sk-xyz1 and sk-abc-sk"),
+            "*** and ***"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Credentials reach the server and nothing else: not previews, outcomes, errors, Debug
-//! output or logs, and not a response that echoes them.
+//! Credentials reach the API's server and nothing else: not previews, outcomes, errors, Debug
+//! output or logs, not a response that echoes them (not even its start where the body is cut),
+//! and not a server on another origin that an operation names.
 
 use std::cell::RefCell;
 use std::io;
@@ -383,4 +384,337 @@ fn a_bad_credential_input_is_refused_without_quoting_it() {
         .unwrap();
     assert!(credentials.provides("token"), "names compare without case");
     assert!(!credentials.provides("api_key"));
+}
+
+/// A credential long enough to be cut well inside.
+const LONG: &str = "sk-walkrag-LONGSECRET-abcdefghijklmnopqrstuvwxyz-0123456789";
+
+const PADDED: &str = "
+openapi: 3.0.0
+info: {title: t, version: '1'}
+paths:
+  /notes/padded:
+    get:
+      operationId: padded
+      parameters: [{name: pad, in: query, required: true, schema: {type: integer}}]
+  /notes/broken:
+    get:
+      operationId: broken
+      parameters:
+        - {name: pad, in: query, required: true, schema: {type: integer}}
+        - {name: keep, in: query, required: true, schema: {type: integer}}
+";
+
+/// Every prefix of `secret` at least 4 bytes long that `text` holds.
+fn prefixes_in(text: &str, secret: &str) -> Vec<String> {
+    (4..=secret.len())
+        .map(|n| &secret[..n])
+        .filter(|prefix| text.contains(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Fails if any way of showing `outcome` holds 4 bytes or more of the start of `secret`.
+fn assert_no_prefix(outcome: &Outcome, secret: &str, case: &str) {
+    for text in shown(outcome) {
+        let found = prefixes_in(&text, secret);
+        assert!(found.is_empty(), "{case}: {found:?} showed in {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_credential_cut_at_the_budget_leaves_no_start_of_it() {
+    let server = Server::start().await;
+    let catalog = Catalog::parse(PADDED).unwrap();
+    let header = format!("Bearer {LONG}");
+    let credentials = Credentials::new()
+        .with_header_line(&format!("Authorization: {header}"))
+        .unwrap();
+    let pad = 100;
+    // The budget ends 1, 6 and 34 bytes into the header's value, and as far into its token.
+    let cuts = [1, 6, 34].into_iter().flat_map(|k| {
+        [
+            (format!("a cut {k} bytes into the header value"), k),
+            (
+                format!("a cut {k} bytes into the token"),
+                "Bearer ".len() + k,
+            ),
+        ]
+    });
+    for (case, into) in cuts {
+        let executor = Executor::new(
+            &catalog,
+            ExecutorConfig {
+                base_url: Some(server.base_url.clone()),
+                credentials: credentials.clone(),
+                max_response_bytes: pad + into,
+                ..ExecutorConfig::default()
+            },
+        )
+        .unwrap();
+        let outcome = executor
+            .call(
+                catalog.get("padded").unwrap(),
+                &json!({ "pad": pad }),
+                &AlwaysYes,
+            )
+            .await;
+        let Outcome::Response(response) = &outcome else {
+            panic!("{case}: {outcome:?}");
+        };
+        // The cut moved back to where the credential starts; nothing before it was lost.
+        assert_eq!(response.body, ".".repeat(pad), "{case}");
+        assert_eq!(response.cut.map(|cut| cut.shown), Some(pad), "{case}");
+        for secret in [header.as_str(), LONG] {
+            assert_no_prefix(&outcome, secret, &case);
+        }
+    }
+
+    // Whole inside the budget, it is replaced; the text after it is cut as usual.
+    let executor = Executor::new(
+        &catalog,
+        ExecutorConfig {
+            base_url: Some(server.base_url.clone()),
+            credentials: credentials.clone(),
+            max_response_bytes: pad + header.len() + 9,
+            ..ExecutorConfig::default()
+        },
+    )
+    .unwrap();
+    let outcome = executor
+        .call(
+            catalog.get("padded").unwrap(),
+            &json!({ "pad": pad }),
+            &AlwaysYes,
+        )
+        .await;
+    let Outcome::Response(response) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(
+        response.body,
+        format!("{}*** was the ", ".".repeat(pad)),
+        "the text after the credential is kept up to the budget"
+    );
+    assert_no_prefix(&outcome, LONG, "a credential inside the budget");
+}
+
+#[tokio::test]
+async fn a_body_broken_off_inside_a_credential_leaves_no_start_of_it() {
+    let server = Server::start().await;
+    let catalog = Catalog::parse(PADDED).unwrap();
+    let header = format!("Bearer {LONG}");
+    let executor = Executor::new(
+        &catalog,
+        ExecutorConfig {
+            base_url: Some(server.base_url.clone()),
+            credentials: Credentials::new()
+                .with_header_line(&format!("Authorization: {header}"))
+                .unwrap(),
+            ..ExecutorConfig::default()
+        },
+    )
+    .unwrap();
+    for keep in [1, 6, 34] {
+        let case = format!("a body broken off {keep} bytes into the credential");
+        let outcome = executor
+            .call(
+                catalog.get("broken").unwrap(),
+                &json!({ "pad": 10, "keep": keep }),
+                &AlwaysYes,
+            )
+            .await;
+        let Outcome::Response(response) = &outcome else {
+            panic!("{case}: {outcome:?}");
+        };
+        assert!(
+            response
+                .notes
+                .iter()
+                .any(|n| n.starts_with("reading the body failed")),
+            "{case}: {response:?}"
+        );
+        assert_eq!(response.body, ".".repeat(10), "{case}");
+        for secret in [header.as_str(), LONG] {
+            assert_no_prefix(&outcome, secret, &case);
+        }
+    }
+}
+
+/// An API at `api` with one operation on its own origin and one whose `servers` entry sends
+/// it to `foreign`.
+fn two_origins(api: &str, foreign: &str) -> Catalog {
+    let root = api.trim_end_matches("/v1");
+    Catalog::parse(&format!(
+        "
+openapi: 3.0.0
+info: {{title: t, version: '1'}}
+servers: [{{url: '{api}'}}]
+paths:
+  /notes/echo:
+    get:
+      operationId: home
+      security: [{{bearerAuth: []}}]
+      parameters: [{{name: token, in: query, schema: {{type: string}}}}]
+  /v1/notes/1:
+    get:
+      operationId: sameOrigin
+      servers: [{{url: '{root}'}}]
+      security: [{{bearerAuth: []}}]
+  /notes/1:
+    delete:
+      operationId: elsewhere
+      servers: [{{url: '{foreign}'}}]
+      security: [{{bearerAuth: []}}]
+      parameters: [{{name: token, in: query, schema: {{type: string}}}}]
+components:
+  securitySchemes:
+    bearerAuth: {{type: http, scheme: bearer}}
+"
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn credentials_go_only_to_the_apis_origin() {
+    let (logs, _capture) = Logs::capture();
+    let api = Server::start().await;
+    let foreign = Server::start().await;
+    let catalog = two_origins(&api.base_url, &foreign.base_url);
+    let credentials = Credentials::new()
+        .with_scheme("bearerAuth", Secret::new(TOKEN))
+        .with_header_line(&format!("X-API-Key: {KEY}"))
+        .unwrap()
+        .with_input("token", Secret::new(LONG))
+        .unwrap();
+    // No base URL: the spec's top-level server is the API's address.
+    let executor = Executor::new(
+        &catalog,
+        ExecutorConfig {
+            credentials: credentials.clone(),
+            ..ExecutorConfig::default()
+        },
+    )
+    .unwrap();
+    let previews: Mutex<Vec<RequestPreview>> = Mutex::default();
+    let confirm = |preview: &RequestPreview| {
+        previews.lock().unwrap().push(preview.clone());
+        true
+    };
+
+    let home = executor
+        .call(catalog.get("home").unwrap(), &json!({}), &confirm)
+        .await;
+    let same = executor
+        .call(catalog.get("sameOrigin").unwrap(), &json!({}), &confirm)
+        .await;
+    let elsewhere = executor
+        .call(catalog.get("elsewhere").unwrap(), &json!({}), &confirm)
+        .await;
+
+    // The API's own origin, with another base path too, gets every credential.
+    let [home_request, same_request] = &api.requests()[..] else {
+        panic!("two requests to the API: {:#?}", api.requests());
+    };
+    for request in [home_request, same_request] {
+        assert_eq!(
+            request.header("authorization"),
+            Some(&*format!("Bearer {TOKEN}"))
+        );
+        assert_eq!(request.header("x-api-key"), Some(KEY));
+    }
+    assert_eq!(home_request.query, format!("token={LONG}"));
+    assert_eq!(
+        home.request().unwrap().credentials,
+        ["header X-API-Key", "scheme bearerAuth", "input token"]
+    );
+    assert_eq!(home.request().unwrap().withheld, None);
+    assert_eq!(same.request().unwrap().withheld, None);
+
+    // The other origin gets none, and the user confirming it is told so, by name only.
+    let received = foreign.only_request();
+    assert_eq!(received.method, "DELETE");
+    assert_eq!(received.header("authorization"), None);
+    assert_eq!(received.header("x-api-key"), None);
+    assert_eq!(received.query, "");
+    let previews = previews.into_inner().unwrap();
+    let [preview] = &previews[..] else {
+        panic!("only the DELETE is confirmed: {previews:#?}");
+    };
+    assert!(preview.credentials.is_empty(), "{preview:?}");
+    let withheld = preview.withheld.as_ref().expect("credentials withheld");
+    assert_eq!(
+        withheld.credentials,
+        ["header X-API-Key", "scheme bearerAuth", "input token"]
+    );
+    let origin_of = |base: &str| base.trim_end_matches("/v1").to_string();
+    assert_eq!(withheld.origin, origin_of(&foreign.base_url));
+    assert_eq!(withheld.api_origin, origin_of(&api.base_url));
+    let rendered = preview.to_string();
+    assert!(
+        rendered.contains(&format!(
+            "(credentials withheld: header X-API-Key, scheme bearerAuth, input token; the \
+             request goes to {}, and credentials go only to the API's origin, {})",
+            withheld.origin, withheld.api_origin
+        )),
+        "{rendered}"
+    );
+    assert_eq!(elsewhere.request(), Some(preview));
+    let Outcome::Response(response) = &elsewhere else {
+        panic!("{elsewhere:?}");
+    };
+    assert!(
+        response
+            .notes
+            .iter()
+            .any(|n| n.starts_with("credentials withheld: header X-API-Key")),
+        "the model is told too: {response:?}"
+    );
+
+    let logs = logs.text();
+    assert!(logs.contains("credentials withheld"), "{logs}");
+    let mut everything: Vec<String> = [&home, &same, &elsewhere]
+        .into_iter()
+        .flat_map(shown)
+        .collect();
+    everything.push(format!("{preview}\n{preview:?}"));
+    everything.push(serde_json::to_string(preview).unwrap());
+    everything.push(logs);
+    for text in everything {
+        for secret in [TOKEN, KEY, LONG] {
+            assert!(
+                prefixes_in(&text, secret).is_empty(),
+                "{secret} leaked: {text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_configured_base_url_takes_every_operation_and_its_credentials() {
+    let api = Server::start().await;
+    let foreign = Server::start().await;
+    let catalog = two_origins(&api.base_url, &foreign.base_url);
+    let executor = Executor::new(
+        &catalog,
+        ExecutorConfig {
+            base_url: Some(api.base_url.clone()),
+            credentials: Credentials::new().with_scheme("bearerAuth", Secret::new(TOKEN)),
+            ..ExecutorConfig::default()
+        },
+    )
+    .unwrap();
+
+    let outcome = executor
+        .call(catalog.get("elsewhere").unwrap(), &json!({}), &AlwaysYes)
+        .await;
+
+    assert_eq!(foreign.count(), 0);
+    assert_eq!(
+        api.only_request().header("authorization"),
+        Some(&*format!("Bearer {TOKEN}"))
+    );
+    let request = outcome.request().unwrap();
+    assert_eq!(request.credentials, ["scheme bearerAuth"]);
+    assert_eq!(request.withheld, None);
 }

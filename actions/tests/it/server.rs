@@ -1,8 +1,9 @@
 //! A real HTTP/1.1 server on 127.0.0.1 playing the notes API of `tests/data/notes.yaml`. It
 //! records every request (method, path, query, headers, body) and answers by route: JSON for
 //! notes, 404 for unknown notes, 500 for `/health`, a huge text body for `/export`, a
-//! redirect, a slow answer, and an echo of the request's headers. One request per
-//! connection.
+//! redirect, a slow answer, an echo of the request's headers, and the request's
+//! `Authorization` after `pad` bytes (`/notes/padded`; `/notes/broken` sends only `keep` bytes
+//! of it, then closes before the length it declared). One request per connection.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,6 +86,8 @@ struct Reply {
     headers: Vec<(&'static str, String)>,
     body: Vec<u8>,
     delay: Duration,
+    /// Bytes `Content-Length` declares beyond the body, never sent: a broken answer.
+    unsent: usize,
 }
 
 fn reply(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
@@ -93,7 +96,27 @@ fn reply(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
         headers: vec![("Content-Type", content_type.to_string())],
         body: body.into(),
         delay: Duration::ZERO,
+        unsent: 0,
     }
+}
+
+/// A number from the request's query, 0 when absent.
+fn query_number(request: &Request, name: &str) -> usize {
+    request
+        .query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `pad` dots, then the request's `Authorization` value, then some text.
+fn padded(request: &Request) -> Vec<u8> {
+    let mut body = ".".repeat(query_number(request, "pad")).into_bytes();
+    body.extend_from_slice(request.header("authorization").unwrap_or("").as_bytes());
+    body.extend_from_slice(b" was the token you sent; the rest of the page follows.");
+    body
 }
 
 fn json_reply(status: u16, body: Value) -> Reply {
@@ -137,6 +160,17 @@ fn route(request: &Request) -> Reply {
             delay: Duration::from_secs(5),
             ..json_reply(200, json!({}))
         },
+        ("GET", "/notes/padded") => reply(200, "text/plain", padded(request)),
+        ("GET", "/notes/broken") => {
+            let mut body = padded(request);
+            let sent = query_number(request, "pad") + query_number(request, "keep");
+            let unsent = body.len().saturating_sub(sent);
+            body.truncate(sent);
+            Reply {
+                unsent,
+                ..reply(200, "text/plain", body)
+            }
+        }
         ("GET", "/export") => reply(200, "text/plain; charset=utf-8", export_body()),
         ("GET", "/health") => json_reply(500, json!({ "error": "the database is down" })),
         _ => json_reply(404, json!({ "error": format!("no note at {path}") })),
@@ -154,7 +188,7 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<Vec<Request>>>) {
         "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,
         reason(reply.status),
-        reply.body.len()
+        reply.body.len() + reply.unsent
     );
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
