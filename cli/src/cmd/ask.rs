@@ -396,10 +396,11 @@ impl Human {
             writeln!(out)?;
         }
         if !answer.citations.is_empty() {
+            // Not "Sources": the answer's own last line is already "Sources: [id], …".
             let heading = if answer.trace.strategy == "actions" {
                 "Operations called"
             } else {
-                "Sources"
+                "Cited passages"
             };
             writeln!(out, "\n{heading}:")?;
             for id in &answer.citations {

@@ -1,8 +1,9 @@
 //! The API key never shows: not in errors (even when a server echoes it), Debug output or
 //! logs at any level.
 
+use std::cell::RefCell;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use walkrag_core::ChatError;
 use walkrag_openai::{ApiKey, OpenAiConfig};
@@ -55,13 +56,25 @@ async fn unauthorized_without_a_key_says_to_set_one() {
     assert_eq!(items, [Err(ChatError::Permanent(expected.into()))]);
 }
 
-/// Everything logged, as text.
+/// Everything one test thread logged, as text.
 #[derive(Clone, Default)]
 struct Logs(Arc<Mutex<Vec<u8>>>);
 
-impl io::Write for Logs {
+thread_local! {
+    /// Where this thread's log lines go while a test captures them.
+    static CAPTURING: RefCell<Option<Logs>> = const { RefCell::new(None) };
+}
+
+/// Writes a log line to the capture of the thread that logged it, if any.
+struct ToCapture;
+
+impl io::Write for ToCapture {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        CAPTURING.with(|c| {
+            if let Some(logs) = &*c.borrow() {
+                logs.0.lock().unwrap().extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
 
@@ -70,16 +83,38 @@ impl io::Write for Logs {
     }
 }
 
+/// Ends a capture when dropped.
+struct Capture;
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// Captures everything this thread logs (at every level) until the guard drops. One global
+/// subscriber serves the whole test binary: with a subscriber set per test thread instead, a
+/// log line first reached by another test (with none) was cached as disabled everywhere, and
+/// this test missed "chat stream failed" now and then.
+fn capture() -> (Logs, Capture) {
+    static GLOBAL: Once = Once::new();
+    GLOBAL.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(|| ToCapture)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in this test binary");
+    });
+    let logs = Logs::default();
+    CAPTURING.with(|c| *c.borrow_mut() = Some(logs.clone()));
+    (logs, Capture)
+}
+
 #[tokio::test]
 async fn the_key_never_reaches_the_logs() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = capture();
     let echoing_500 = format!(r#"{{"error":{{"message":"crashed while checking {KEY}"}}}}"#);
     let server = Server::start(vec![
         reply(500, &[], &echoing_500),
