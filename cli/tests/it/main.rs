@@ -5,6 +5,7 @@ mod ask_eval;
 mod crash;
 mod docs;
 mod index;
+mod serve;
 
 use std::path::Path;
 use std::process::{Command, Output};

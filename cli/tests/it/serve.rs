@@ -1,0 +1,337 @@
+//! `walkrag serve` as a real process on 127.0.0.1 with the real MiniLM embedder and the real
+//! SmolLM2-135M chat model (greedy, so a question streams the same events every time): the
+//! stream equals `ask --json`, a client that leaves cancels its run, the token, and the
+//! refusals. Queueing with a model held on purpose is tested in serve/tests/it/queue.rs.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::{stderr, stdout, walkrag};
+
+const MODEL: &str = "local:smollm2-135m";
+
+const CORPUS: &str = r#"{"id": "c1", "title": "Velmora", "text": "Velmora is a river town in the north. Its mayor is Ilsa Brandt."}
+{"id": "c2", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Kessel in 1971 and trained as a bridge engineer."}
+{"id": "c3", "title": "Kessel", "text": "Kessel is a mountain village famous for its Saturday cheese market."}
+{"id": "c4", "title": "Velmora tramway", "text": "The Velmora tramway has two lines along the river."}
+"#;
+
+/// A `walkrag serve` process, killed when dropped; its stderr is kept.
+struct Server {
+    child: Child,
+    url: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+            .args(["serve", "--model", MODEL, "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("walkrag serve starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().unwrap());
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                if let Some(url) = line
+                    .split("listening on ")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                {
+                    let _ = tx.send(url.to_string());
+                }
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("serve never listened: {}", log.lock().unwrap()));
+        Server { child, url, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The `data:` objects of a whole server-sent event stream.
+fn sse_objects(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let data: Vec<&str> = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|l| l.strip_prefix(' ').unwrap_or(l))
+                .collect();
+            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).unwrap())
+        })
+        .collect()
+}
+
+/// The events with the answer's `elapsed_ms` (wall time, never the same twice) removed.
+fn comparable(mut events: Vec<Value>) -> Vec<Value> {
+    for event in &mut events {
+        if event["type"] == "answer" {
+            event.as_object_mut().unwrap().remove("elapsed_ms");
+        }
+    }
+    events
+}
+
+fn indexed() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("corpus.jsonl"), CORPUS).unwrap();
+    let out = walkrag(tmp.path(), &["index", "corpus.jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    tmp
+}
+
+#[test]
+fn serve_streams_the_events_ask_json_prints() {
+    let tmp = indexed();
+    let dir = tmp.path();
+    let server = Server::start(dir, &[], &[]);
+    let client = reqwest::Client::new();
+    let rt = runtime();
+    for (strategy, question) in [
+        ("single", "Who is the mayor of Velmora?"),
+        ("walk", "In which village was the mayor of Velmora born?"),
+    ] {
+        let out = walkrag(
+            dir,
+            &[
+                "ask",
+                question,
+                "--strategy",
+                strategy,
+                "--model",
+                MODEL,
+                "-k",
+                "2",
+                "--max-cycles",
+                "2",
+                "--json",
+            ],
+        );
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+        let cli: Vec<Value> = stdout(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+
+        let body = json!({"question": question, "strategy": strategy, "k": 2, "max_cycles": 2});
+        let (status, content_type, text) = rt.block_on(async {
+            let response = client
+                .post(format!("{}/v1/ask", server.url))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let content_type = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            (
+                response.status(),
+                content_type,
+                response.text().await.unwrap(),
+            )
+        });
+        assert_eq!(status, 200);
+        assert_eq!(content_type, "text/event-stream");
+        let served = sse_objects(&text);
+        assert_eq!(served.last().unwrap()["type"], "answer");
+        assert_eq!(
+            comparable(served.clone()),
+            comparable(cli.clone()),
+            "{strategy}: the stream's events are ask --json's"
+        );
+
+        // Accept: application/json: the answer object alone, the same answer.
+        let only: Value = rt.block_on(async {
+            client
+                .post(format!("{}/v1/ask", server.url))
+                .header("accept", "application/json")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        });
+        assert_eq!(
+            comparable(vec![only]),
+            comparable(vec![cli.last().unwrap().clone()])
+        );
+    }
+}
+
+#[test]
+fn a_client_that_leaves_cancels_its_run() {
+    let tmp = indexed();
+    let server = Server::start(tmp.path(), &[], &[]);
+    let client = reqwest::Client::new();
+    let health = |rt: &tokio::runtime::Runtime| -> Value {
+        rt.block_on(async {
+            client
+                .get(format!("{}/healthz", server.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        })
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let mut response = client
+            .post(format!("{}/v1/ask", server.url))
+            .json(
+                &json!({"question": "In which village was the mayor of Velmora born?",
+                          "strategy": "walk", "k": 3, "max_cycles": 5}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        // The first event (the cycle starts), then the client goes away mid-run.
+        let first = response.chunk().await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&first).contains("\"cycle\""));
+        drop(response);
+    });
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        last = health(&rt);
+        if last["cancelled"] == 1 && last["running"] == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(last["cancelled"], 1, "{last}\n{}", server.log());
+    assert_eq!(last["completed"], 0, "cancelled before its answer: {last}");
+    assert!(server.log().contains("client gone: run cancelled"));
+
+    // The model is free for the next question.
+    let answer: Value = rt.block_on(async {
+        client
+            .post(format!("{}/v1/ask", server.url))
+            .header("accept", "application/json")
+            .json(
+                &json!({"question": "Who is the mayor of Velmora?", "strategy": "single", "k": 2}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    assert_eq!(answer["type"], "answer", "{answer}\n{}", server.log());
+}
+
+#[test]
+fn serve_guards_and_refuses_clearly() {
+    let tmp = indexed();
+    let dir = tmp.path();
+
+    // Beyond loopback without a token: refused before anything loads.
+    let out = walkrag(dir, &["serve", "--addr", "0.0.0.0:0", "--model", MODEL]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--token"), "{}", stderr(&out));
+
+    let token = "tok-9f2c71e0";
+    let server = Server::start(dir, &[], &[("WALKRAG_TOKEN", token)]);
+    let client = reqwest::Client::new();
+    let rt = runtime();
+    let error = |response: reqwest::Response, status: u16| -> String {
+        assert_eq!(response.status(), status);
+        let body: Value = rt.block_on(response.json()).unwrap();
+        assert_eq!(body.as_object().unwrap().len(), 1, "{body}");
+        assert!(!body["error"]["message"].as_str().unwrap().is_empty());
+        body["error"]["code"].as_str().unwrap().to_string()
+    };
+    let send = |request: reqwest::RequestBuilder| rt.block_on(request.send()).unwrap();
+    let ask = |body: String| {
+        client
+            .post(format!("{}/v1/ask", server.url))
+            .header("content-type", "application/json")
+            .body(body)
+    };
+
+    let none = send(client.get(format!("{}/healthz", server.url)));
+    assert_eq!(error(none, 401), "unauthorized");
+    let wrong = send(
+        client
+            .get(format!("{}/healthz", server.url))
+            .bearer_auth("tok"),
+    );
+    assert_eq!(error(wrong, 401), "unauthorized");
+    let ok = send(
+        client
+            .get(format!("{}/healthz", server.url))
+            .bearer_auth(token),
+    );
+    assert_eq!(ok.status(), 200);
+
+    let malformed = send(ask("{\"question\": \"who".into()).bearer_auth(token));
+    assert_eq!(error(malformed, 400), "invalid_json");
+    let unknown =
+        send(ask(r#"{"question": "who", "strategy": "ouija"}"#.into()).bearer_auth(token));
+    assert_eq!(error(unknown, 400), "unknown_strategy");
+    let huge = format!(r#"{{"question": "{}"}}"#, "why ".repeat(100_000));
+    let huge = send(ask(huge).bearer_auth(token));
+    assert_eq!(error(huge, 413), "payload_too_large");
+    let missing = send(
+        client
+            .get(format!("{}/v1/show/deadbeef.3", server.url))
+            .bearer_auth(token),
+    );
+    assert_eq!(error(missing, 404), "not_found");
+    let hits = send(
+        client
+            .post(format!("{}/v1/search", server.url))
+            .bearer_auth(token)
+            .json(&json!({"query": "cheese market", "k": 1})),
+    );
+    assert_eq!(hits.status(), 200);
+    let hits: Value = rt.block_on(hits.json()).unwrap();
+    assert_eq!(hits["hits"][0]["doc_id"], "c3");
+
+    let log = server.log();
+    assert!(log.contains("/v1/search"), "requests are logged: {log}");
+    assert!(
+        !log.contains(token),
+        "the token never reaches the log: {log}"
+    );
+}
