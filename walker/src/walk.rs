@@ -173,6 +173,20 @@ impl Walk {
                     .read(&mut run, cycle, question, &facts, &new, &hints)
                     .await?;
                 let (cycle_facts, mut descriptors, sufficient) = verdict;
+                // "The facts suffice" with no fact to trust is no verdict on facts: nothing was
+                // found that could suffice, so the walk goes on (links, descriptors).
+                let sufficient = match sufficient {
+                    Some(true) if !facts.iter().chain(&cycle_facts).any(|f| f.trusted) => {
+                        run.note(
+                            cycle,
+                            "the model said the facts suffice, but it wrote none that its \
+                             passages support: walking on"
+                                .into(),
+                        );
+                        None
+                    }
+                    verdict => verdict,
+                };
                 run.control.pause(&CycleReport {
                     cycle,
                     facts: &cycle_facts,

@@ -230,6 +230,39 @@ fn no_descriptors_ends_the_walk() {
 }
 
 #[test]
+fn sufficient_before_any_trusted_fact_does_not_end_the_walk() {
+    let (answer, events, _) = run(
+        &walk(4),
+        vec![
+            reply("{\"sufficient\": true}".into()),
+            reply("Answer: not found".into()),
+        ],
+    );
+    assert_ne!(answer.termination, Termination::Sufficient);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Note { message } if message.contains("walking on")
+    )));
+}
+
+#[test]
+fn sufficient_after_a_trusted_fact_ends_the_walk() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let (answer, _, _) = run(
+        &walk(4),
+        vec![
+            reply(format!(
+                "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}\n{{\"sufficient\": true}}"
+            )),
+            reply("Answer: Ilsa Brandt".into()),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::Sufficient);
+    assert_eq!(answer.cycles, 1);
+}
+
+#[test]
 fn nothing_new_ends_the_walk() {
     // Six records, three read per cycle: the third search finds nothing unread.
     let asks = "{\"nextSource\": \"Velmora\", \"expectedInfo\": \"x\"}";
