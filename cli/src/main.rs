@@ -45,6 +45,7 @@ enum Command {
     Chat(cmd::chat::Args),
     Embed(cmd::embed::Args),
     Serve(cmd::serve::Args),
+    Mcp(cmd::serve::McpArgs),
     #[command(subcommand)]
     Models(cmd::models::Command),
     #[command(subcommand)]
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => cmd::chat::run(args),
         Command::Embed(args) => cmd::embed::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Mcp(args) => cmd::serve::mcp(args),
         Command::Models(command) => cmd::models::run(command),
         Command::Bench(command) => cmd::bench::run(command),
     };

@@ -3,13 +3,17 @@
 use std::ops::Range;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
+#[cfg(feature = "candle-bert")]
+use candle_core::Tensor;
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+#[cfg(feature = "candle-bert")]
+use candle_transformers::models::bert::BertModel;
 use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use walkrag_core::{EmbedError, Embedder, Embeddings};
 
+use crate::config::BertConfig;
 use crate::packed::PackedBert;
 use crate::source::ModelSpec;
 
@@ -17,16 +21,19 @@ use crate::source::ModelSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
     /// The packed encoder when the model's config allows it (GELU, absolute positions), else
-    /// candle-transformers' BERT.
+    /// candle-transformers' BERT (with the `candle-bert` feature; an error without).
     #[default]
     Auto,
     /// Unpadded batches through fused kernels: several times faster (see README).
     Packed,
     /// candle-transformers' `BertModel` on padded batches: the reference implementation.
+    /// Only with the `candle-bert` feature (its crate costs minutes to compile); loading it
+    /// without the feature is an error that says so.
     Candle,
 }
 
 /// Host buffers of the candle backend, reused from batch to batch.
+#[cfg(feature = "candle-bert")]
 #[derive(Default)]
 struct PaddedBuffers {
     ids: Vec<u32>,
@@ -36,6 +43,7 @@ struct PaddedBuffers {
 
 enum Encoder {
     Packed(PackedBert),
+    #[cfg(feature = "candle-bert")]
     Candle(BertModel),
 }
 
@@ -86,6 +94,7 @@ pub struct SentenceEmbedder {
     tokenizer: Tokenizer,
     /// The same tokenizer without truncation, for counting tokens.
     counter: Tokenizer,
+    #[cfg(feature = "candle-bert")]
     device: Device,
     dim: usize,
     max_tokens: usize,
@@ -96,6 +105,7 @@ fn load_err(what: impl std::fmt::Display) -> EmbedError {
     EmbedError::Load(what.to_string())
 }
 
+#[cfg(feature = "candle-bert")]
 fn compute_err(e: candle_core::Error) -> EmbedError {
     EmbedError::Compute(e.to_string())
 }
@@ -130,7 +140,8 @@ impl SentenceEmbedder {
 
     /// Loads a sentence-transformers folder; `name` goes into [`Embedder::id`].
     pub fn load_dir(dir: &Path, name: &str, backend: Backend) -> Result<Self, EmbedError> {
-        let config: Config = read_json(&dir.join("config.json"))?;
+        let config_path = dir.join("config.json");
+        let config: BertConfig = read_json(&config_path)?;
 
         let pooling_path = dir.join("1_Pooling/config.json");
         if pooling_path.is_file() {
@@ -192,11 +203,13 @@ impl SentenceEmbedder {
             }
             Backend::Packed => {
                 return Err(load_err(format!(
-                    "the packed backend does not support this model's config (activation {:?}, positions {:?})",
-                    config.hidden_act, config.position_embedding_type
+                    "the packed backend does not support {}",
+                    unsupported(&config_path, &config)
                 )))
             }
-            Backend::Auto | Backend::Candle => Encoder::Candle(BertModel::load(vb, &config).map_err(|e| not_bert(&e))?),
+            Backend::Auto | Backend::Candle => {
+                candle_encoder(&config_path, &config, backend, vb, &weights)?
+            }
         };
 
         Ok(Self {
@@ -204,6 +217,7 @@ impl SentenceEmbedder {
             encoder,
             tokenizer,
             counter,
+            #[cfg(feature = "candle-bert")]
             device,
             dim: config.hidden_size,
             max_tokens,
@@ -215,6 +229,7 @@ impl SentenceEmbedder {
     pub fn backend(&self) -> Backend {
         match self.encoder {
             Encoder::Packed(_) => Backend::Packed,
+            #[cfg(feature = "candle-bert")]
             Encoder::Candle(_) => Backend::Candle,
         }
     }
@@ -242,6 +257,7 @@ impl SentenceEmbedder {
 
     /// Runs one padded batch of encodings (longest first) through candle-transformers' BERT and
     /// writes each pooled, normalised vector into `out` at the row given by `rows`.
+    #[cfg(feature = "candle-bert")]
     fn run_candle_batch(
         &self,
         model: &BertModel,
@@ -293,6 +309,58 @@ impl SentenceEmbedder {
         }
         Ok(())
     }
+}
+
+/// Why the packed encoder cannot run a config, for errors.
+fn unsupported(path: &Path, config: &BertConfig) -> String {
+    format!(
+        "{} (activation {:?}, positions {:?}, hidden size {} over {} heads; it runs \"gelu\", \"absolute\" and whole heads)",
+        path.display(),
+        config.hidden_act,
+        config.position_embedding_type,
+        config.hidden_size,
+        config.num_attention_heads
+    )
+}
+
+/// candle-transformers' BERT for `Backend::Candle`, or for `Backend::Auto` when the packed
+/// encoder cannot run the config.
+#[cfg(feature = "candle-bert")]
+fn candle_encoder(
+    config_path: &Path,
+    _config: &BertConfig,
+    _backend: Backend,
+    vb: VarBuilder,
+    weights: &Path,
+) -> Result<Encoder, EmbedError> {
+    let config: candle_transformers::models::bert::Config = read_json(config_path)?;
+    BertModel::load(vb, &config)
+        .map(Encoder::Candle)
+        .map_err(|e| {
+            load_err(format!(
+                "{} does not hold a BERT model: {e}",
+                weights.display()
+            ))
+        })
+}
+
+/// Without the `candle-bert` feature there is no reference BERT: the error says how to get it.
+#[cfg(not(feature = "candle-bert"))]
+fn candle_encoder(
+    config_path: &Path,
+    config: &BertConfig,
+    backend: Backend,
+    _vb: VarBuilder,
+    _weights: &Path,
+) -> Result<Encoder, EmbedError> {
+    const BUILD: &str = "build walkrag with `--features walkrag-embed/candle-bert`";
+    Err(load_err(match backend {
+        Backend::Candle => format!("the candle backend is not built in: {BUILD}"),
+        _ => format!(
+            "the packed encoder does not support {}; candle-transformers' BERT may: {BUILD}",
+            unsupported(config_path, config)
+        ),
+    }))
 }
 
 /// The first 12 hex digits of a file's sha256: enough to tell model files apart in a manifest.
@@ -416,6 +484,7 @@ impl Embedder for SentenceEmbedder {
                     }
                 });
             }
+            #[cfg(feature = "candle-bert")]
             Encoder::Candle(model) => {
                 let mut buffers = PaddedBuffers::default();
                 let mut batch: Vec<&Encoding> = Vec::with_capacity(self.policy.max_batch);

@@ -1,5 +1,5 @@
-//! The packed BERT encoder: the same weights and arithmetic as candle-transformers' BERT,
-//! without padding.
+//! The packed BERT encoder: the same weights and arithmetic as Hugging Face's (and
+//! candle-transformers') BERT, without padding.
 //!
 //! A batch is the token rows of several texts laid end to end (`[tokens, hidden]`). Every dense
 //! layer is then one large GEMM over real tokens only, with the bias folded into the GEMM's
@@ -8,10 +8,10 @@
 
 use candle_core::Tensor;
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use rayon::prelude::*;
 use walkrag_core::EmbedError;
 
+use crate::config::BertConfig;
 use crate::kernels;
 use crate::matmul::{Activation, Dense};
 
@@ -127,15 +127,15 @@ pub struct PackedBert {
 
 impl PackedBert {
     /// Whether the packed encoder computes exactly what this config asks for.
-    pub fn supports(config: &Config) -> bool {
-        config.hidden_act == HiddenAct::Gelu
-            && config.position_embedding_type == PositionEmbeddingType::Absolute
+    pub fn supports(config: &BertConfig) -> bool {
+        config.hidden_act == "gelu"
+            && config.position_embedding_type == "absolute"
             && config
                 .hidden_size
                 .is_multiple_of(config.num_attention_heads)
     }
 
-    pub fn load(vb: VarBuilder, config: &Config) -> Result<Self, EmbedError> {
+    pub fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self, EmbedError> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {

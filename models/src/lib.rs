@@ -5,6 +5,7 @@
 mod channel;
 pub mod grammar;
 pub mod local;
+mod sample;
 pub mod template;
 pub mod tokenizer;
 

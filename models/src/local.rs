@@ -1,6 +1,6 @@
 //! Local GGUF chat models: Qwen2 (`qwen2`) and Llama-family (`llama`, SmolLM2)
 //! architectures, quantized (8- and 5-bit blocks) on the CPU with our own kernels
-//! (`quant`), one file per family; candle reads the GGUF files and samples.
+//! (`quant`), one file per family; candle reads the GGUF files, `sample.rs` picks each token.
 
 mod llama;
 mod pool;
@@ -13,8 +13,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
-use candle_transformers::generation::LogitsProcessor;
 use walkrag_core::chat::StopCheck;
 use walkrag_core::{
     ChatError, ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Message, Role,
@@ -25,6 +23,7 @@ use llguidance::Matcher;
 
 use crate::channel::{self, Sender};
 use crate::grammar::{self, Grammars};
+use crate::sample::Sampler;
 use crate::template::ChatMl;
 use crate::tokenizer::GgufTokenizer;
 use crate::LoadError;
@@ -187,10 +186,6 @@ impl Session<'_> {
     }
 }
 
-fn compute(e: candle_core::Error) -> ChatError {
-    ChatError::Permanent(format!("local model failed: {e}"))
-}
-
 fn poisoned() -> ChatError {
     ChatError::Permanent("the local model crashed in an earlier generation".into())
 }
@@ -351,9 +346,7 @@ impl Inner {
             .max_tokens
             .min(self.context_length - ids.len());
         let s = &request.sampling;
-        let temperature = (s.temperature > 0.0).then_some(s.temperature as f64);
-        let top_p = (s.top_p > 0.0 && s.top_p < 1.0).then_some(s.top_p as f64);
-        let mut sampler = LogitsProcessor::new(s.seed, temperature, top_p);
+        let mut sampler = Sampler::new(s.seed, s.temperature, s.top_p);
         let mut out = Writer::new(&s.stop);
         // Dropped once the completion is free: generation without openings pays nothing.
         let mut openings = Openings::new(&request.openings);
@@ -403,9 +396,9 @@ impl Inner {
                 grammar::mask_logits(&mut logits, &mask);
                 stats.mask_seconds += started.elapsed().as_secs_f64();
             }
-            let next = Tensor::new(logits.as_slice(), &Device::Cpu)
-                .and_then(|l| sampler.sample(&l))
-                .map_err(compute)?;
+            let next = sampler.sample(&logits).ok_or_else(|| {
+                ChatError::Permanent("the local model ruled out every token".into())
+            })?;
             stats.sampled += 1;
             if self.tokenizer.stop_ids.contains(&next) {
                 finish = FinishReason::Stop;

@@ -33,29 +33,58 @@ pub const MAX_CYCLES: usize = 20;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AskRequest {
-    question: String,
+    pub question: String,
     /// `walk` (default), `single`, `roam`, `toc` or `docs`.
     #[serde(default)]
-    strategy: Option<String>,
+    pub strategy: Option<String>,
     #[serde(default)]
-    k: Option<usize>,
+    pub k: Option<usize>,
     #[serde(default)]
-    max_cycles: Option<usize>,
+    pub max_cycles: Option<usize>,
 }
 
 /// What the run sends its client: an event or the answer (already JSON), or the error that
 /// ended it.
-enum Line {
+pub(crate) enum Line {
     Event(String),
     Answer(String),
     Error(ApiError),
 }
 
-pub(crate) async fn ask(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    JsonBody(request): JsonBody<AskRequest>,
-) -> Result<Response, ApiError> {
+/// A run admitted to the queue: its id, its lines as they come, and the guard that cancels it
+/// when dropped before its last line.
+pub(crate) struct Started {
+    pub run: RunId,
+    lines: mpsc::UnboundedReceiver<Line>,
+    guard: CancelOnDrop,
+}
+
+impl Started {
+    /// The next line; the answer or an error is the last.
+    pub async fn next(&mut self) -> Option<Line> {
+        let line = self.lines.recv().await;
+        if matches!(line, None | Some(Line::Answer(_) | Line::Error(_))) {
+            self.guard.finished = true;
+        }
+        line
+    }
+
+    /// Waits for the answer line, handing each event before it to `on_event`.
+    pub async fn answer(mut self, mut on_event: impl FnMut(&str)) -> Result<String, ApiError> {
+        while let Some(line) = self.next().await {
+            match line {
+                Line::Event(json) => on_event(&json),
+                Line::Answer(json) => return Ok(json),
+                Line::Error(error) => return Err(error),
+            }
+        }
+        Err(ApiError::internal("the run ended without an answer"))
+    }
+}
+
+/// Checks `request`, builds its strategy and takes a place in the queue (or is refused), then
+/// starts the run in a task of its own.
+pub(crate) fn start(state: &Shared, request: AskRequest) -> Result<Started, ApiError> {
     let question = request.question.trim().to_string();
     if question.is_empty() {
         return Err(ApiError::invalid("the question is empty"));
@@ -84,9 +113,8 @@ pub(crate) async fn ask(
         tracing::info!(waiting = full.waiting, "queue full: question refused");
         ApiError::queue_full(full.retry_after, full.waiting)
     })?;
-
     let run = RunId::new();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, lines) = mpsc::unbounded_channel();
     let task = tokio::spawn(work(
         state.clone(),
         run.clone(),
@@ -95,57 +123,44 @@ pub(crate) async fn ask(
         ticket,
         tx,
     ));
-    let mut guard = CancelOnDrop {
+    let guard = CancelOnDrop {
         state: state.clone(),
         run: run.clone(),
         control,
         task: task.abort_handle(),
         finished: false,
     };
+    Ok(Started { run, lines, guard })
+}
+
+pub(crate) async fn ask(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<AskRequest>,
+) -> Result<Response, ApiError> {
+    let started = start(&state, request)?;
+    let run = started.run.clone();
     let run_header = [(
         header::HeaderName::from_static(RUN_HEADER),
         HeaderValue::from_str(run.as_str()).expect("a run id is hex"),
     )];
 
     if wants_json(&headers) {
-        while let Some(line) = rx.recv().await {
-            match line {
-                Line::Event(_) => {}
-                Line::Answer(json) => {
-                    guard.finished = true;
-                    return Ok((
-                        run_header,
-                        [(header::CONTENT_TYPE, "application/json")],
-                        json,
-                    )
-                        .into_response());
-                }
-                Line::Error(error) => {
-                    guard.finished = true;
-                    return Err(error);
-                }
-            }
-        }
-        guard.finished = true;
-        return Err(ApiError::internal("the run ended without an answer"));
+        let json = started.answer(|_| {}).await?;
+        return Ok((
+            run_header,
+            [(header::CONTENT_TYPE, "application/json")],
+            json,
+        )
+            .into_response());
     }
 
-    let stream = futures_util::stream::unfold((rx, guard), |(mut rx, mut guard)| async move {
-        let data = match rx.recv().await? {
-            Line::Event(json) => json,
-            Line::Answer(json) => {
-                guard.finished = true;
-                json
-            }
-            Line::Error(error) => {
-                guard.finished = true;
-                error.to_event()
-            }
+    let stream = futures_util::stream::unfold(started, |mut started| async move {
+        let data = match started.next().await? {
+            Line::Event(json) | Line::Answer(json) => json,
+            Line::Error(error) => error.to_event(),
         };
-        Some((
-            Ok::<_, Infallible>(SseEvent::default().data(data)),
-            (rx, guard),
-        ))
+        Some((Ok::<_, Infallible>(SseEvent::default().data(data)), started))
     });
     let sse = Sse::new(stream).keep_alive(KeepAlive::new().interval(state.config.keep_alive));
     Ok((run_header, sse).into_response())
@@ -193,7 +208,15 @@ async fn work(
         let json = serde_json::to_string(&event).expect("events serialize");
         let _ = events.send(Line::Event(json));
     };
-    let result = strategy.run(&question, env, &mut sink).await;
+    let limit = state.config.run_timeout;
+    let result = match tokio::time::timeout(limit, strategy.run(&question, env, &mut sink)).await {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(_) => Err(ApiError::new(
+            axum::http::StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            format!("the question took longer than {} s", limit.as_secs()),
+        )),
+    };
     drop(slot);
     state.queue.record(started.elapsed());
     match result {
@@ -210,9 +233,14 @@ async fn work(
             let _ = tx.send(Line::Answer(line));
         }
         Err(e) => {
-            tracing::warn!(run = run.as_str(), "run failed: {e}");
+            tracing::warn!(
+                run = run.as_str(),
+                code = e.code,
+                "run failed: {}",
+                e.message
+            );
             state.stats.failed.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send(Line::Error(e.into()));
+            let _ = tx.send(Line::Error(e));
         }
     }
 }

@@ -209,4 +209,6 @@ pub enum ServeError {
     },
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the MCP server failed: {0}")]
+    Mcp(String),
 }

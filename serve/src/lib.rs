@@ -9,10 +9,12 @@
 //!
 //! The models are loaded once by the caller and shared ([`Engine`]). Runs generate `slots`
 //! at a time behind a bounded queue ([`queue`]); a client that disconnects cancels its run.
-//! A token, when set, is required on every route; it is never logged.
+//! A token, when set, is required on every route; it is never logged. The same engine is
+//! also a Model Context Protocol server ([`serve_mcp_stdio`], and `/mcp` over HTTP).
 
 mod ask;
 mod error;
+mod mcp;
 mod page;
 pub mod queue;
 mod routes;
@@ -64,6 +66,9 @@ pub struct Config {
     pub keep_alive: Duration,
     /// Finished runs whose traces are kept for `GET /v1/trace/{run}`.
     pub runs_kept: usize,
+    /// Longest a question may run once it has the model: a walk on a small CPU model takes a
+    /// minute or two; ten stops one that will not end without holding the queue forever.
+    pub run_timeout: Duration,
 }
 
 impl Default for Config {
@@ -76,6 +81,7 @@ impl Default for Config {
             max_body: 64 * 1024,
             keep_alive: Duration::from_secs(5),
             runs_kept: 100,
+            run_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -90,6 +96,7 @@ impl std::fmt::Debug for Config {
             .field("max_body", &self.max_body)
             .field("keep_alive", &self.keep_alive)
             .field("runs_kept", &self.runs_kept)
+            .field("run_timeout", &self.run_timeout)
             .finish()
     }
 }
@@ -146,13 +153,27 @@ pub fn router(engine: Arc<Engine>, config: Config) -> Result<Router, ServeError>
         ),
         None => None,
     };
-    let state = Arc::new(AppState {
-        engine,
-        queue: queue::Queue::new(config.slots, config.queue),
-        runs: runs::Runs::new(config.runs_kept),
-        stats: Stats::default(),
-        config,
-    });
+    let state = state(engine, config);
+    let mcp = {
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService,
+        };
+        let mut mcp_config = StreamableHttpServerConfig::default()
+            .with_max_request_body_bytes(state.config.max_body)
+            .with_sse_keep_alive(Some(state.config.keep_alive));
+        if state.config.token.is_some() {
+            // Host checks guard a loopback server from DNS rebinding; with a token (required
+            // beyond loopback) a page on another site cannot call it anyway.
+            mcp_config = mcp_config.disable_allowed_hosts();
+        }
+        let tools = state.clone();
+        StreamableHttpService::new(
+            move || Ok(mcp::Tools::new(tools.clone())),
+            LocalSessionManager::default().into(),
+            mcp_config,
+        )
+    };
     let mut app = Router::new()
         .route("/", get(page::page))
         .route("/healthz", get(routes::healthz))
@@ -162,6 +183,7 @@ pub fn router(engine: Arc<Engine>, config: Config) -> Result<Router, ServeError>
         .route("/v1/outline/{*doc}", get(routes::outline_one))
         .route("/v1/show/{*id}", get(routes::show))
         .route("/v1/trace/{run}", get(routes::trace))
+        .nest_service("/mcp", mcp)
         .fallback(routes::no_route)
         .method_not_allowed_fallback(routes::wrong_method)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
@@ -173,6 +195,22 @@ pub fn router(engine: Arc<Engine>, config: Config) -> Result<Router, ServeError>
         app = app.layer(cors);
     }
     Ok(app)
+}
+
+fn state(engine: Arc<Engine>, config: Config) -> Shared {
+    Arc::new(AppState {
+        engine,
+        queue: queue::Queue::new(config.slots, config.queue),
+        runs: runs::Runs::new(config.runs_kept),
+        stats: Stats::default(),
+        config,
+    })
+}
+
+/// The MCP tools (`search`, `ask`, `outline`, `show`) over stdin and stdout, until the client
+/// closes them (`walkrag mcp`). Questions queue as they do over HTTP.
+pub async fn serve_mcp_stdio(engine: Arc<Engine>, config: Config) -> Result<(), ServeError> {
+    mcp::serve_stdio(state(engine, config)).await
 }
 
 /// Serves `app` on `listener` until `shutdown` completes.

@@ -17,11 +17,22 @@ use crate::Shared;
 /// Most hits a search may ask for.
 pub const MAX_SEARCH_K: usize = 100;
 
+/// A value as JSON text.
+fn to_json(value: &impl Serialize) -> Result<String, ApiError> {
+    serde_json::to_string(value)
+        .map_err(|e| ApiError::internal(format!("cannot write the response: {e}")))
+}
+
+/// A JSON response from JSON text.
+fn json_text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 /// A JSON response from a value.
 fn json(value: &impl Serialize) -> Response {
-    match serde_json::to_string(value) {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => ApiError::internal(format!("cannot write the response: {e}")).into_response(),
+    match to_json(value) {
+        Ok(body) => json_text(body),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -65,51 +76,83 @@ pub(crate) async fn search(
     State(state): State<Shared>,
     JsonBody(request): JsonBody<SearchRequest>,
 ) -> Result<Response, ApiError> {
-    let k = request.k.unwrap_or(10);
+    // Embedding is a few milliseconds of CPU: off the async threads.
+    let body = tokio::task::spawn_blocking(move || search_json(&state, &request.query, request.k))
+        .await
+        .map_err(|e| ApiError::internal(format!("the search failed: {e}")))??;
+    Ok(json_text(body))
+}
+
+/// `{"hits": [...]}` for `query`: the `k` (default 10, as `walkrag search`) nearest chunks,
+/// as `search --json` prints them.
+pub(crate) fn search_json(
+    state: &Shared,
+    query: &str,
+    k: Option<usize>,
+) -> Result<String, ApiError> {
+    let k = k.unwrap_or(10);
     if !(1..=MAX_SEARCH_K).contains(&k) {
         return Err(ApiError::invalid(format!("k must be 1 to {MAX_SEARCH_K}")));
     }
-    if request.query.trim().is_empty() {
+    if query.trim().is_empty() {
         return Err(ApiError::invalid("the query is empty"));
     }
-    // Embedding is a few milliseconds of CPU: off the async threads.
-    tokio::task::spawn_blocking(move || {
-        #[derive(Serialize)]
-        struct Hits<'a> {
-            hits: Vec<SearchHit<'a>>,
-        }
-        let engine = &state.engine;
-        let query = engine
-            .embedder
-            .embed_one(&request.query)
-            .map_err(|e| ApiError::internal(format!("cannot embed the query: {e}")))?;
-        let index = &engine.index;
-        let hits = index.search_with(&query, k, &engine.search.options(None));
-        let hits = hits
-            .iter()
-            .enumerate()
-            .map(|(i, hit)| SearchHit::new(index, i + 1, hit))
-            .collect();
-        Ok(json(&Hits { hits }))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the search failed: {e}")))?
+    #[derive(Serialize)]
+    struct Hits<'a> {
+        hits: Vec<SearchHit<'a>>,
+    }
+    let engine = &state.engine;
+    let vector = engine
+        .embedder
+        .embed_one(query)
+        .map_err(|e| ApiError::internal(format!("cannot embed the query: {e}")))?;
+    let index = &engine.index;
+    let hits = index.search_with(&vector, k, &engine.search.options(None));
+    let hits = hits
+        .iter()
+        .enumerate()
+        .map(|(i, hit)| SearchHit::new(index, i + 1, hit))
+        .collect();
+    to_json(&Hits { hits })
 }
 
-/// `GET /v1/outline` → `{"documents": [outline as in outline --json]}`.
-pub(crate) async fn outline_all(State(state): State<Shared>) -> Response {
+/// `{"documents": [...]}` without `doc`, else that document's outline.
+pub(crate) fn outline_json(state: &Shared, doc: Option<&str>) -> Result<String, ApiError> {
     #[derive(Serialize)]
     struct Outlines {
         documents: Vec<outline::Outline>,
     }
-    let documents = state
-        .engine
-        .index
-        .documents()
-        .iter()
-        .map(|d| outline::outline(&d.doc))
-        .collect();
-    json(&Outlines { documents })
+    let index = &state.engine.index;
+    match doc {
+        None => to_json(&Outlines {
+            documents: index
+                .documents()
+                .iter()
+                .map(|d| outline::outline(&d.doc))
+                .collect(),
+        }),
+        Some(doc) => match index.resolve(doc) {
+            Some(Item::Document(d)) => to_json(&outline::outline(&d.doc)),
+            _ => Err(ApiError::not_found(format!(
+                "no document {doc:?}; the outline of every document lists them all"
+            ))),
+        },
+    }
+}
+
+/// The section, chunk or document `id` names, as `show --json` prints it.
+pub(crate) fn show_json(state: &Shared, id: &str) -> Result<String, ApiError> {
+    match state.engine.index.resolve(id.trim()) {
+        Some(item) => to_json(&Shown::of(item)),
+        None => Err(ApiError::not_found(format!(
+            "no document, section or chunk {id:?}; ids come from the outline and from search"
+        ))),
+    }
+}
+
+/// `GET /v1/outline` → `{"documents": [outline as in outline --json]}`.
+pub(crate) async fn outline_all(State(state): State<Shared>) -> Result<Response, ApiError> {
+    outline_json(&state, None).map(json_text)
 }
 
 /// `GET /v1/outline/{doc}` → the document's outline.
@@ -117,12 +160,7 @@ pub(crate) async fn outline_one(
     State(state): State<Shared>,
     Path(doc): Path<String>,
 ) -> Result<Response, ApiError> {
-    match state.engine.index.resolve(&doc) {
-        Some(Item::Document(d)) => Ok(json(&outline::outline(&d.doc))),
-        _ => Err(ApiError::not_found(format!(
-            "no document {doc:?}; GET /v1/outline lists them all"
-        ))),
-    }
+    outline_json(&state, Some(&doc)).map(json_text)
 }
 
 /// `GET /v1/show/{id}` → the section, chunk or document as `show --json` prints it.
@@ -130,12 +168,7 @@ pub(crate) async fn show(
     State(state): State<Shared>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    match state.engine.index.resolve(id.trim()) {
-        Some(item) => Ok(json(&Shown::of(item))),
-        None => Err(ApiError::not_found(format!(
-            "no document, section or chunk {id:?}; ids come from /v1/outline and /v1/search"
-        ))),
-    }
+    show_json(&state, &id).map(json_text)
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,8 @@
-//! `walkrag serve`: the index and the models behind an HTTP API (the `walkrag-serve` crate).
+//! `walkrag serve` and `walkrag mcp`: the index and the models behind an HTTP API and MCP
+//! tools (the `walkrag-serve` crate).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -82,18 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Refused before the models load: a mistake costs no wait.
     config.check(args.addr)?;
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
-    let model = super::load_chat_model(&args.model)?;
-    let engine = Arc::new(Engine {
-        index,
-        embedder: Arc::new(embedder),
-        model,
-        search: SearchParams {
-            ef_search: None,
-            exact: args.exact,
-        },
-    });
+    let engine = load(
+        &args.index,
+        args.embedder.as_deref(),
+        &args.model,
+        args.exact,
+    )?;
     let app = walkrag_serve::router(engine, config.clone())?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
@@ -104,10 +99,77 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("walkrag serve: listening on http://{addr} (Ctrl-C stops)");
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
-            eprintln!("walkrag serve: stopping");
+            eprintln!("walkrag serve: stopping after the requests under way (Ctrl-C again quits)");
+            tokio::spawn(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            });
         };
         walkrag_serve::serve(listener, app, shutdown).await?;
         anyhow::Ok(())
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The index, its embedder and the chat model, loaded once.
+fn load(
+    index: &Path,
+    embedder: Option<&str>,
+    model: &str,
+    exact: bool,
+) -> anyhow::Result<Arc<Engine>> {
+    let (index, embedder) = super::query::open_with_embedder(index, embedder)?;
+    let model = super::load_chat_model(model)?;
+    Ok(Arc::new(Engine {
+        index,
+        embedder: Arc::new(embedder),
+        model,
+        search: SearchParams {
+            ef_search: None,
+            exact,
+        },
+    }))
+}
+
+/// Serve the index as MCP tools over stdin and stdout, for desktop agents.
+///
+/// Tools: search (passages for a query), ask (an answer with citations; the walk's steps
+/// come as progress notifications), outline (a document's sections and their ids) and show
+/// (a section, chunk or document by id). Their results are the JSON of `walkrag serve`'s
+/// routes. Logs go to stderr; stdout carries only the protocol. `walkrag serve` offers the
+/// same tools over streamable HTTP at /mcp.
+///
+/// A client's configuration (Claude Desktop's claude_desktop_config.json, and others alike):
+///   {"mcpServers": {"walkrag": {"command": "walkrag",
+///     "args": ["mcp", "--index", "/path/to/.walkrag", "--model", "local:qwen2.5-coder-0.5b"]}}}
+///
+/// Example: walkrag mcp --index ~/notes/.walkrag
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct McpArgs {
+    /// Index directory.
+    #[arg(long, default_value = super::DEFAULT_INDEX)]
+    index: PathBuf,
+    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Embedding model [default: the one the index was built with].
+    #[arg(long)]
+    embedder: Option<String>,
+    /// Scan every vector instead of walking the HNSW graph.
+    #[arg(long)]
+    exact: bool,
+}
+
+pub fn mcp(args: McpArgs) -> anyhow::Result<ExitCode> {
+    let engine = load(
+        &args.index,
+        args.embedder.as_deref(),
+        &args.model,
+        args.exact,
+    )?;
+    let runtime = super::runtime()?;
+    runtime.block_on(walkrag_serve::serve_mcp_stdio(engine, Config::default()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //! cli/tests/it/serve.rs.
 
 mod api;
+mod mcp;
 mod queue;
 
 use std::net::SocketAddr;
