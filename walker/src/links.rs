@@ -3,6 +3,10 @@
 //! follows the links of the passages its facts came from: the second hop of a question is
 //! usually named in the first hop's passage ("a number of films, such as Maximum Overdrive,
 //! were shot in Leland"), even when a small model does not think to say so.
+//!
+//! Numbered documents (standards, reports, manuals) link by number instead: "as described in
+//! Section 7.2" or "Sections 4.1.3, 4.2.3, and 4.3.3" lead to the sections of the same
+//! document whose headings start with those numbers, subsections included.
 
 use std::collections::HashMap;
 
@@ -17,13 +21,30 @@ pub struct Links {
     matcher: Option<AhoCorasick>,
     /// Rows of pattern `i`'s document or section.
     targets: Vec<Vec<usize>>,
+    /// Rows of each numbered section (subsections included), by document id and number.
+    numbered: HashMap<(String, String), Vec<usize>>,
 }
 
 impl Links {
     pub fn of(index: &Index) -> Self {
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut numbered: HashMap<(String, String), Vec<usize>> = HashMap::new();
         for row in 0..index.len() {
             let c = index.chunk(row);
+            // "4.2.3 Reauthentication" is part of 4.2 and of 4: each number leads here.
+            if let Some(number) = c.section().path.last().and_then(|h| section_number(h)) {
+                let mut prefix = String::new();
+                for part in number.split('.') {
+                    if !prefix.is_empty() {
+                        prefix.push('.');
+                    }
+                    prefix.push_str(part);
+                    numbered
+                        .entry((c.doc.id.0.clone(), prefix.clone()))
+                        .or_default()
+                        .push(row);
+                }
+            }
             let mut names = vec![name_of(&c.doc.title)];
             if let Some(heading) = c.section().path.last() {
                 names.push(name_of(heading));
@@ -40,7 +61,30 @@ impl Links {
                 .build(&patterns)
                 .expect("plain string patterns build")
         });
-        Self { matcher, targets }
+        Self {
+            matcher,
+            targets,
+            numbered,
+        }
+    }
+
+    /// Rows of the sections of document `doc` that `text` refers to by number ("Section
+    /// 7.2", "Sections 4.1.3 and 4.2.3", "§ 5"), in the order referred to.
+    pub fn referenced_in(&self, text: &str, doc: &str) -> Vec<usize> {
+        let mut rows = Vec::new();
+        for number in section_references(text) {
+            for &row in self
+                .numbered
+                .get(&(doc.to_string(), number))
+                .into_iter()
+                .flatten()
+            {
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
+            }
+        }
+        rows
     }
 
     /// Rows of every document or section `text` names, in the order first named; a name
@@ -86,6 +130,52 @@ fn name_of(title: &str) -> Option<String> {
         .then(|| name.to_string())
 }
 
+/// The number a heading starts with: "4.2.3" of "4.2.3 Reauthentication" (or of "4.2.3.
+/// Reauthentication"); `None` for a heading without one.
+fn section_number(heading: &str) -> Option<&str> {
+    let first = heading.split_whitespace().next()?;
+    let number = first.trim_end_matches('.');
+    let well_formed = !number.is_empty()
+        && number
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    (well_formed && heading.split_whitespace().nth(1).is_some()).then_some(number)
+}
+
+/// The section numbers `text` refers to: after "Section", "Sections" or "§", a number and
+/// any more joined by commas, "and", "or" or "to".
+fn section_references(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut numbers = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if !matches!(
+            *word,
+            "Section" | "Sections" | "section" | "sections" | "§" | "§§"
+        ) {
+            continue;
+        }
+        for next in &words[i + 1..] {
+            let bare = next.trim_end_matches([',', '.', ';', ':', ')']);
+            if matches!(bare, "and" | "or" | "to") {
+                continue;
+            }
+            let is_number = !bare.is_empty()
+                && bare
+                    .split('.')
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+            if !is_number {
+                break;
+            }
+            numbers.push(bare.to_string());
+            // A number that ends its clause ends the list.
+            if next.len() > bare.len() && !next.ends_with(',') {
+                break;
+            }
+        }
+    }
+    numbers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +198,42 @@ mod tests {
             name_of("1999 World Drivers' Championship").as_deref(),
             Some("1999 World Drivers' Championship")
         );
+    }
+
+    #[test]
+    fn headings_give_their_numbers() {
+        assert_eq!(section_number("4.2.3 Reauthentication"), Some("4.2.3"));
+        assert_eq!(section_number("7. Session Management"), Some("7"));
+        assert_eq!(section_number("Reauthentication"), None);
+        assert_eq!(
+            section_number("1999 World Drivers' Championship"),
+            Some("1999")
+        );
+        assert_eq!(section_number("2024"), None);
+        assert_eq!(section_number("4..2 Odd"), None);
+    }
+
+    #[test]
+    fn references_are_read_with_their_lists() {
+        assert_eq!(
+            section_references("performed as described in Section 7.2. At AAL2, it"),
+            ["7.2"]
+        );
+        assert_eq!(
+            section_references(
+                "past the guidelines in Sections 4.1.3, 4.2.3, and 4.3.3 (depending"
+            ),
+            ["4.1.3", "4.2.3", "4.3.3"]
+        );
+        assert_eq!(
+            section_references("see § 5 and Section 6 or 7"),
+            ["5", "6", "7"]
+        );
+        assert_eq!(
+            section_references("in Section 5, 30 days later"),
+            ["5", "30"],
+            "a number after a comma reads as listed: a near miss the ranking by the question sorts out"
+        );
+        assert!(section_references("the section on fees; 7.2 million").is_empty());
     }
 }

@@ -442,7 +442,10 @@ impl Walk {
             let Some(row) = index.row_of(source) else {
                 continue;
             };
-            for target in links.named_in(index.chunk(row).text()) {
+            let chunk = index.chunk(row);
+            let named = links.named_in(chunk.text());
+            let referenced = links.referenced_in(chunk.text(), &chunk.doc.id.0);
+            for target in named.into_iter().chain(referenced) {
                 if !rows.iter().any(|&(r, _)| r == target) && !run.is_read(index.chunk(target).id())
                 {
                     rows.push((target, source));

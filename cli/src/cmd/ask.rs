@@ -115,6 +115,11 @@ pub struct Args {
     /// are marked in the output and the trace; delete the file to forget.
     #[arg(long)]
     memory: bool,
+    /// Hold the walk's read step to its grammar while it is generated: facts that cite the
+    /// passages shown, then searches, or "sufficient" after a fact (off by default:
+    /// docs/constrained-decoding.md says why).
+    #[arg(long)]
+    constrain_read: bool,
     #[command(flatten)]
     actions: super::actions::ActionFlags,
 }
@@ -146,6 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         control: control.clone(),
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
+        constrain_read: args.constrain_read,
         ..Options::default()
     };
     let actions = args.strategy == "actions";
