@@ -152,7 +152,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         constrain_read: args.constrain_read,
-        ..Options::default()
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {
