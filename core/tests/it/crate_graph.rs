@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Crates that must stay free of heavy runtimes, and the packages they must never reach.
-const LIGHT_CRATES: [&str; 2] = ["walkrag-core", "walkrag-walker"];
+const LIGHT_CRATES: [&str; 3] = ["walkrag-core", "walkrag-walker", "walkrag-serve"];
 const HEAVY: [&str; 4] = [
     "candle-core",
     "candle-transformers",
