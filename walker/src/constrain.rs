@@ -124,9 +124,11 @@ pub fn answer(shown: &[String]) -> Constraint {
         .iter()
         .map(|id| serde_json::to_string(id).expect("a string serialises"))
         .collect();
-    if !ids.is_empty() {
-        let more = ids.len().saturating_sub(1).min(4);
-        grammar.push_str(&format!(r#" (" " source (", " source){{0,{more}}})?"#));
+    match ids.len().saturating_sub(1).min(4) {
+        _ if ids.is_empty() => {}
+        // llguidance refuses a `{0,0}` range: one passage shown is one source at most.
+        0 => grammar.push_str(r#" (" " source)?"#),
+        more => grammar.push_str(&format!(r#" (" " source (", " source){{0,{more}}})?"#)),
     }
     grammar.push_str(r#" ("\n" NOTE)?"#);
     grammar.push('\n');
@@ -219,6 +221,18 @@ mod tests {
              ANSWER: /[^\\n]{1,120}/\n\
              NOTE: /[^\\n]{1,300}/\n"
         );
+    }
+
+    #[test]
+    fn one_shown_passage_is_one_source_at_most() {
+        // `{0,0}` (no further source) does not compile in llguidance: `walkrag ask -k 1` failed.
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into()]) else {
+            panic!("a Lark grammar");
+        };
+        assert!(grammar.starts_with(
+            "start: \"Answer: \" ANSWER \"\\nSources:\" (\" \" source)? (\"\\n\" NOTE)?\n"
+        ));
+        assert!(!grammar.contains("{0,0}"));
     }
 
     #[test]
