@@ -109,6 +109,13 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The rest of the body is never read, so the connection cannot carry another
+            // request: say so, or a client's pool reuses it and its next request fails.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
