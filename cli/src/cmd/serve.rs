@@ -2,7 +2,7 @@
 //! tools (the `walkrag-serve` crate).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -39,18 +39,11 @@ use walkrag_walker::SearchParams;
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Index directory.
-    #[arg(long, default_value = super::DEFAULT_INDEX)]
-    index: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Address to listen on (port 0: any free port, printed on stderr).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
-    /// Embedding model [default: the one the index was built with].
-    #[arg(long)]
-    embedder: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on every route (needed beyond loopback).
     #[arg(long, env = "WALKRAG_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -66,13 +59,27 @@ pub struct Args {
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = Config::default().max_body)]
     max_body: usize,
+}
+
+/// What `serve` and `mcp` load once: the index, its embedder and the chat model.
+#[derive(clap::Args)]
+struct EngineArgs {
+    /// Index directory.
+    #[arg(long, default_value = super::DEFAULT_INDEX)]
+    index: PathBuf,
+    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Embedding model [default: the one the index was built with].
+    #[arg(long)]
+    embedder: Option<String>,
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let remote = matches!(ModelSpec::parse(&args.model)?, ModelSpec::OpenAi(_));
+    let remote = matches!(ModelSpec::parse(&args.engine.model)?, ModelSpec::OpenAi(_));
     let config = Config {
         token: args.token,
         cors: args.cors,
@@ -83,12 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Refused before the models load: a mistake costs no wait.
     config.check(args.addr)?;
-    let engine = load(
-        &args.index,
-        args.embedder.as_deref(),
-        &args.model,
-        args.exact,
-    )?;
+    let engine = load(&args.engine)?;
     let app = walkrag_serve::router(engine, config.clone())?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
@@ -113,21 +115,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The index, its embedder and the chat model, loaded once.
-fn load(
-    index: &Path,
-    embedder: Option<&str>,
-    model: &str,
-    exact: bool,
-) -> anyhow::Result<Arc<Engine>> {
-    let (index, embedder) = super::query::open_with_embedder(index, embedder)?;
-    let model = super::load_chat_model(model)?;
+fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
+    let (index, embedder) =
+        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let model = super::load_chat_model(&args.model)?;
     Ok(Arc::new(Engine {
         index,
         embedder: Arc::new(embedder),
         model,
         search: SearchParams {
             ef_search: None,
-            exact,
+            exact: args.exact,
         },
     }))
 }
@@ -148,27 +146,12 @@ fn load(
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct McpArgs {
-    /// Index directory.
-    #[arg(long, default_value = super::DEFAULT_INDEX)]
-    index: PathBuf,
-    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
-    /// Embedding model [default: the one the index was built with].
-    #[arg(long)]
-    embedder: Option<String>,
-    /// Scan every vector instead of walking the HNSW graph.
-    #[arg(long)]
-    exact: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 pub fn mcp(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let engine = load(
-        &args.index,
-        args.embedder.as_deref(),
-        &args.model,
-        args.exact,
-    )?;
+    let engine = load(&args.engine)?;
     let runtime = super::runtime()?;
     runtime.block_on(walkrag_serve::serve_mcp_stdio(engine, Config::default()))?;
     Ok(ExitCode::SUCCESS)
