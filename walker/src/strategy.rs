@@ -75,10 +75,10 @@ impl StrategyError {
 }
 
 /// Every strategy name the CLI contract knows, in the order `--help` lists them.
-pub const STRATEGY_NAMES: [&str; 6] = ["walk", "single", "roam", "toc", "docs", "actions"];
+pub const STRATEGY_NAMES: [&str; 7] = ["walk", "single", "links", "roam", "toc", "docs", "actions"];
 
 /// The strategies this build can run (`actions` needs an API: see [`by_name`]).
-pub const AVAILABLE: [&str; 6] = STRATEGY_NAMES;
+pub const AVAILABLE: [&str; 7] = STRATEGY_NAMES;
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
 #[derive(Clone, Default)]
@@ -119,6 +119,16 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
                 single.k = k;
             }
             Ok(Box::new(single))
+        }
+        "links" => {
+            let mut linked = crate::Linked::default();
+            if let Some(k) = options.k {
+                linked.k = k;
+            }
+            if let Some(max_cycles) = options.max_cycles {
+                linked.max_cycles = max_cycles;
+            }
+            Ok(Box::new(linked))
         }
         "walk" => {
             let mut walk = crate::Walk::default();

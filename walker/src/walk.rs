@@ -213,7 +213,18 @@ impl Walk {
                 }
                 let linked = if self.follow_links && sufficient != Some(true) {
                     let links = links.get_or_insert_with(|| Links::of(run.env.index));
-                    self.linked(&run, &question_vector, links, &new, &cycle_facts)
+                    // The cycle's best new passage and those that gave trusted facts.
+                    let mut from: Vec<ChunkId> = new.iter().take(1).copied().collect();
+                    for id in cycle_facts
+                        .iter()
+                        .filter(|f| f.trusted)
+                        .filter_map(|f| f.chunk_id)
+                    {
+                        if !from.contains(&id) {
+                            from.push(id);
+                        }
+                    }
+                    linked(&run, &question_vector, links, &from, self.k)
                 } else {
                     (Vec::new(), 0)
                 };
@@ -414,63 +425,6 @@ impl Walk {
         }
     }
 
-    /// Unread chunks linked from the cycle's passages that gave trusted facts and from its
-    /// best new passage, the nearest to the question first, at most `k`.
-    fn linked(
-        &self,
-        run: &Run<'_>,
-        question: &[f32],
-        links: &Links,
-        new: &[ChunkId],
-        facts: &[Fact],
-    ) -> (Vec<RetrievedChunk>, u64) {
-        let started = std::time::Instant::now();
-        let index = run.env.index;
-        let mut from: Vec<ChunkId> = new.iter().take(1).copied().collect();
-        for id in facts
-            .iter()
-            .filter(|f| f.trusted)
-            .filter_map(|f| f.chunk_id)
-        {
-            if !from.contains(&id) {
-                from.push(id);
-            }
-        }
-        // Each unread target with the first passage that names it.
-        let mut rows: Vec<(usize, ChunkId)> = Vec::new();
-        for &source in &from {
-            let Some(row) = index.row_of(source) else {
-                continue;
-            };
-            let chunk = index.chunk(row);
-            let named = links.named_in(chunk.text());
-            let referenced = links.referenced_in(chunk.text(), &chunk.doc.id.0);
-            for target in named.into_iter().chain(referenced) {
-                if !rows.iter().any(|&(r, _)| r == target) && !run.is_read(index.chunk(target).id())
-                {
-                    rows.push((target, source));
-                }
-            }
-        }
-        if rows.is_empty() {
-            return (Vec::new(), 0);
-        }
-        let mut scored: Vec<(usize, ChunkId, f32)> = rows
-            .into_iter()
-            .map(|(row, source)| (row, source, dot(question, index.vector(row))))
-            .collect();
-        scored.sort_by(|a, b| b.2.total_cmp(&a.2));
-        let hits = scored
-            .into_iter()
-            .take(self.k)
-            .map(|(row, source, score)| RetrievedChunk {
-                linked_from: Some(source),
-                ..passages::retrieved(&index.chunk(row), score, true)
-            })
-            .collect();
-        (hits, started.elapsed().as_millis() as u64)
-    }
-
     /// Searches for each descriptor (unread chunks only: `retrieve` passes over read ones)
     /// and merges the results with the linked chunks by rank, up to `k` chunks.
     fn follow(
@@ -664,6 +618,52 @@ fn remember(run: &mut Run<'_>, memory: &Memory, question: &str, facts: &[Fact], 
     run.note(cycle, message);
 }
 
+/// Unread chunks linked from the passages `from` (documents and sections they name, sections
+/// they refer to by number), the nearest to the question first, at most `k`; and how long
+/// finding them took, in milliseconds.
+pub(crate) fn linked(
+    run: &Run<'_>,
+    question: &[f32],
+    links: &Links,
+    from: &[ChunkId],
+    k: usize,
+) -> (Vec<RetrievedChunk>, u64) {
+    let started = std::time::Instant::now();
+    let index = run.env.index;
+    // Each unread target with the first passage that names it.
+    let mut rows: Vec<(usize, ChunkId)> = Vec::new();
+    for &source in from {
+        let Some(row) = index.row_of(source) else {
+            continue;
+        };
+        let chunk = index.chunk(row);
+        let named = links.named_in(chunk.text());
+        let referenced = links.referenced_in(chunk.text(), &chunk.doc.id.0);
+        for target in named.into_iter().chain(referenced) {
+            if !rows.iter().any(|&(r, _)| r == target) && !run.is_read(index.chunk(target).id()) {
+                rows.push((target, source));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return (Vec::new(), 0);
+    }
+    let mut scored: Vec<(usize, ChunkId, f32)> = rows
+        .into_iter()
+        .map(|(row, source)| (row, source, dot(question, index.vector(row))))
+        .collect();
+    scored.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let hits = scored
+        .into_iter()
+        .take(k)
+        .map(|(row, source, score)| RetrievedChunk {
+            linked_from: Some(source),
+            ..passages::retrieved(&index.chunk(row), score, true)
+        })
+        .collect();
+    (hits, started.elapsed().as_millis() as u64)
+}
+
 /// The lists merged by rank: every list's first, then every list's second, ..., each chunk
 /// once.
 fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
@@ -690,7 +690,7 @@ fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
 /// evidence for the first hop, and a later cycle contributes one passage worth ranking
 /// high (the second hop); interleaving every cycle rank by rank pushed the question's third
 /// and fourth hits below the follow-ups' weaker ones.
-fn rank(
+pub(crate) fn rank(
     cycles: &[Vec<ChunkId>],
     evidence: &[ChunkId],
     read: &[ChunkId],

@@ -24,6 +24,9 @@ use walkrag_walker::{
 ///
 /// Strategies:
 ///   single  embed the question, answer from the top k chunks.
+///   links   single's search, then the passages its best passage names (titles, headings,
+///           "Section 7.2"), ranked as walk ranks them, and one model call to answer:
+///           the walk without its model between searches, the baseline walk must beat.
 ///   walk    read k chunks, note facts and where to look next, search there, read what is
 ///           new, and repeat until the facts suffice (or --max-cycles, default 3); then
 ///           answer from the facts. Facts stream to stderr as the model writes them;
@@ -76,7 +79,7 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
-    /// Retrieval strategy: walk, single, roam, toc, docs, actions.
+    /// Retrieval strategy: walk, single, links, roam, toc, docs, actions.
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.

@@ -173,7 +173,7 @@ fn ask_streams_events_and_writes_the_trace() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains(
-            "no strategy is called \"bogus\"; available: walk, single, roam, toc, docs, actions"
+            "no strategy is called \"bogus\"; available: walk, single, links, roam, toc, docs, actions"
         ),
         "{}",
         stderr(&out)

@@ -3,6 +3,7 @@
 
 mod docs;
 mod html;
+mod links;
 mod memory;
 mod roam;
 mod single;

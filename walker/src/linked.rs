@@ -1,0 +1,111 @@
+//! `links`: the walk without the model between retrievals. Search with the question, follow
+//! the links of what was found (documents and sections the passages name, sections they
+//! refer to by number; see [`crate::links`]), rank what was read as the walk ranks it, and
+//! answer with one model call. It is the baseline every walk is reported beside: what the
+//! walk gains over it is what its model calls earn.
+
+use serde_json::json;
+use walkrag_engine::ChunkId;
+
+use crate::answer::{Answer, Termination};
+use crate::event::{Event, Sink};
+use crate::links::Links;
+use crate::run::Run;
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::Step;
+use crate::walk::{linked, rank, LINKS_QUERY};
+
+/// Link following with no model call before the answer.
+#[derive(Debug, Clone)]
+pub struct Linked {
+    /// Chunks retrieved for the question, and most chunks added by each hop.
+    pub k: usize,
+    /// Retrieval cycles: the question's search, then one hop of links per further cycle.
+    pub max_cycles: usize,
+    /// The best this many passages of each cycle have their links followed: the walk follows
+    /// its cycle's best passage and those its facts came from; with no model there are no
+    /// facts, so the best passages stand in for them.
+    pub follow_from: usize,
+    /// Most passages shown in the answer step, as in the walk.
+    pub answer_passages: usize,
+}
+
+impl Default for Linked {
+    fn default() -> Self {
+        Self {
+            k: 5,
+            max_cycles: 2,
+            follow_from: 1,
+            answer_passages: 5,
+        }
+    }
+}
+
+impl Strategy for Linked {
+    fn name(&self) -> &'static str {
+        "links"
+    }
+
+    fn config(&self) -> serde_json::Value {
+        json!({
+            "k": self.k,
+            "max_cycles": self.max_cycles,
+            "follow_from": self.follow_from,
+            "answer_passages": self.answer_passages,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
+        Box::pin(async move {
+            let mut run = Run::new(self, question, env, sink);
+            let question_vector = run.env.embedder.embed_one(question)?;
+            let mut cycle = 1;
+            run.emit(Event::Cycle { cycle });
+            let first = run.retrieve_embedded(cycle, question, &question_vector, self.k, true);
+            let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
+            if new.is_empty() {
+                let answered = run.nothing_found();
+                return Ok(run.finish(answered, new, Termination::NothingRetrieved, cycle));
+            }
+            run.mark_read(&new);
+            let mut cycles_read = vec![new.clone()];
+            let links = Links::of(run.env.index);
+            let termination = loop {
+                if cycle >= self.max_cycles {
+                    break Termination::MaxCycles;
+                }
+                let from: Vec<ChunkId> = new.iter().take(self.follow_from).copied().collect();
+                let (hits, ms) = linked(&run, &question_vector, &links, &from, self.k);
+                if hits.is_empty() {
+                    break Termination::NothingNew;
+                }
+                cycle += 1;
+                run.emit(Event::Cycle { cycle });
+                new = hits.iter().map(|h| h.chunk_id).collect();
+                run.record_retrieval(cycle, LINKS_QUERY.to_string(), self.k, hits, ms);
+                run.mark_read(&new);
+                cycles_read.push(new.clone());
+            };
+            run.trace.steps.push(Step::Terminate {
+                cycle,
+                reason: termination,
+            });
+            let lead = self.k.saturating_sub(1).max(1);
+            let ranking = rank(&cycles_read, &[], run.read(), lead);
+            let shown: Vec<ChunkId> = ranking.iter().copied().take(self.answer_passages).collect();
+            let answered = run.answer(cycle, question, None, &shown).await?;
+            let mut ranked = answered.citations.clone();
+            for id in ranking {
+                if !ranked.contains(&id) {
+                    ranked.push(id);
+                }
+            }
+            Ok(run.finish(answered, ranked, termination, cycle))
+        })
+    }
+}
