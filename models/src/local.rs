@@ -33,6 +33,10 @@ struct Weights {
     model: transformer::Model,
     state: transformer::State,
     pool: pool::Pool,
+    /// The ids whose keys and values `state` holds, in order: a prompt that starts with
+    /// them runs only from where it differs (a walk's calls share the system prompt and the
+    /// answer step's examples; eval's questions do too).
+    cached: Vec<u32>,
 }
 
 struct Inner {
@@ -108,6 +112,7 @@ impl LocalModel {
             model,
             state: transformer::State::default(),
             pool: pool::Pool::new(candle_core::utils::get_num_threads()),
+            cached: Vec::new(),
         };
         tracing::debug!(
             "loaded {} ({arch}, context {context_length})",
@@ -230,15 +235,20 @@ impl Inner {
                 w.state.len()
             )));
         }
-        Ok(w.model.forward_tail(&mut w.state, &w.pool, ids, pos, tail))
+        // Emptied first: a forward pass that panics leaves no claim on the cache behind.
+        let mut cached = std::mem::take(&mut w.cached);
+        let logits = w.model.forward_tail(&mut w.state, &w.pool, ids, pos, tail);
+        cached.truncate(pos);
+        cached.extend_from_slice(ids);
+        w.cached = cached;
+        Ok(logits)
     }
 
     /// The summed log-probability (natural log) of each item's continuation after its
-    /// prompt. The KV cache is kept across items: a prompt sharing its start with the one
-    /// before (the same system prompt) runs only from where they differ.
+    /// prompt. The KV cache is kept across items (and calls): a prompt sharing its start with
+    /// what ran before (the same system prompt) runs only from where they differ.
     fn score(&self, items: &[ScoreItem]) -> Result<Scores, ChatError> {
         let mut weights = self.weights.lock().map_err(|_| poisoned())?;
-        let mut cached: Vec<u32> = Vec::new();
         let mut scores = Vec::with_capacity(items.len());
         let mut ran = 0;
         for item in items {
@@ -263,12 +273,7 @@ impl Inner {
             ids.extend_from_slice(&continuation);
             // The logits after the prompt's last token and after each continuation token but
             // the last predict the continuation's tokens; at least one id runs anew.
-            let shared = cached
-                .iter()
-                .zip(&ids)
-                .take_while(|(a, b)| a == b)
-                .count()
-                .min(prompt_len - 1);
+            let shared = common_prefix(&weights.cached, &ids).min(prompt_len - 1);
             let run = &ids[shared..ids.len() - 1];
             ran += run.len();
             let logits = self.forward_tail(&mut weights, run, shared, continuation.len())?;
@@ -279,7 +284,6 @@ impl Inner {
                 .map(|(row, &next)| log_softmax_at(row, next as usize))
                 .sum();
             scores.push(total);
-            cached = ids[..ids.len() - 1].to_vec();
         }
         Ok(Scores {
             scores,
@@ -353,9 +357,13 @@ impl Inner {
 
         let mut weights = self.weights.lock().map_err(|_| poisoned())?;
         let mut generated: Vec<u32> = Vec::new();
+        // The prompt's start that the cache already holds is not run again; at least its
+        // last id runs, for the logits after it.
+        let reused = common_prefix(&weights.cached, &ids).min(ids.len().saturating_sub(1));
+        stats.reused = reused;
         // What runs through the model next: the prompt, then each sampled token with the
         // tokens the constraint forces after it, in one batch.
-        let mut run: Vec<u32> = ids.clone();
+        let mut run: Vec<u32> = ids[reused..].to_vec();
         if let Some(matcher) = &mut matcher {
             let forced = forced_tokens(matcher, budget)?;
             stats.forced += forced.len();
@@ -365,7 +373,7 @@ impl Inner {
                 return Ok(stats);
             }
         }
-        let mut pos = 0;
+        let mut pos = reused;
         let mut finish = FinishReason::Length;
         loop {
             if matcher.as_ref().is_some_and(|m| m.is_stopped()) {
@@ -378,7 +386,7 @@ impl Inner {
             let started = Instant::now();
             let mut logits = self.forward(&mut weights, &run, pos)?;
             let spent = started.elapsed().as_secs_f64();
-            if pos == 0 {
+            if pos == reused {
                 stats.prompt_seconds = spent;
             } else {
                 stats.forward_seconds += spent;
@@ -477,6 +485,13 @@ pub struct GenerationStats {
     pub prompt_seconds: f64,
     /// Running the model on every later batch: a sampled token and those forced after it.
     pub forward_seconds: f64,
+    /// Prompt tokens not run again: the start the previous call left in the KV cache.
+    pub reused: usize,
+}
+
+/// How many ids `a` and `b` start with alike.
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The tokens the constraint forces now (at most `room`), already consumed by it.

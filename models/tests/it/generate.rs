@@ -284,3 +284,42 @@ fn a_caller_that_stops_listening_stops_generation() {
     let (ids, _) = greedy_ids(MODELS[0], "You are a helpful assistant.", "Say hi.", 4);
     assert!(!ids.is_empty());
 }
+
+/// A prompt that starts like the one before runs only from where they differ, and the
+/// reply is the same as a cold model's (greedy): a walk's calls share their system prompt,
+/// and its answer step's worked examples.
+#[test]
+fn a_shared_prompt_start_is_reused_and_changes_nothing() {
+    let system = "You answer questions about rivers in one short sentence. Be exact and brief.";
+    let first = request(system, "Which river flows through Paris?", 12);
+    let second = request(system, "Which river flows through Vienna?", 12);
+    for name in MODELS {
+        let spec = walkrag_models::ModelSpec::parse(&format!("local:{name}")).unwrap();
+        let warm = walkrag_models::load_local(&spec).unwrap();
+        let cold = walkrag_models::load_local(&spec).unwrap();
+        let text = |m: &walkrag_models::LocalModel, r: &ChatRequest| {
+            let mut text = String::new();
+            let stats = m
+                .generate(r, &mut |d| {
+                    if let Delta::Text { text: t } = d {
+                        text.push_str(&t);
+                    }
+                    true
+                })
+                .unwrap();
+            (text, stats.reused)
+        };
+        let (_, reused) = text(&warm, &first);
+        assert_eq!(reused, 0, "{name}: nothing ran before");
+        let (warm_text, reused) = text(&warm, &second);
+        let (cold_text, cold_reused) = text(&cold, &second);
+        assert_eq!(cold_reused, 0);
+        let prompt = warm.tokenizer().encode(system).unwrap().len();
+        assert!(reused > prompt, "{name}: {reused} of the prompt reused");
+        assert_eq!(warm_text, cold_text, "{name}");
+        // The same prompt again reuses all of it but its last id.
+        let (again, reused) = text(&warm, &second);
+        assert_eq!(again, cold_text, "{name}");
+        assert!(reused > prompt + 5, "{name}: {reused}");
+    }
+}
