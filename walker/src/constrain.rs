@@ -115,6 +115,12 @@ pub fn roam_move(closed: &[String], max: usize) -> Constraint {
     Constraint::JsonSchema(json!({ "anyOf": [expand, answer] }))
 }
 
+/// The answer line and the note line of [`answer`]: the answer is at most 120 characters with
+/// no citation in it (no `[`, no "Sources:": the ids go on their own line) and the note at
+/// most 300.
+const ANSWER_TERMINALS: &str = "ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
+                                NOTE: /[^\\n]{1,300}/\n";
+
 /// The answer step: `Answer: ` and a short answer on one line, `Sources:` and the ids of
 /// the shown passages it used in square brackets, then at most one line more (what the
 /// passages do say, when they do not answer).
@@ -138,7 +144,7 @@ pub fn answer(shown: &[String]) -> Constraint {
             ids.join(" | ")
         ));
     }
-    grammar.push_str("ANSWER: /[^\\n]{1,120}/\nNOTE: /[^\\n]{1,300}/\n");
+    grammar.push_str(ANSWER_TERMINALS);
     Constraint::Lark(grammar)
 }
 
@@ -218,7 +224,7 @@ mod tests {
             "start: \"Answer: \" ANSWER \"\\nSources:\" (\" \" source (\", \" source){0,1})? (\"\\n\" NOTE)?\n\
              source: \"[\" ID \"]\"\n\
              ID: \"3fa9c2d1.0\" | \"77b1e4d0.2\"\n\
-             ANSWER: /[^\\n]{1,120}/\n\
+             ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
              NOTE: /[^\\n]{1,300}/\n"
         );
     }

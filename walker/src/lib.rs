@@ -48,8 +48,8 @@ pub use memory::Memory;
 pub use roam::{Opened, Roam};
 pub use single::Single;
 pub use strategy::{
-    by_name, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError, UnknownStrategy,
-    AVAILABLE, STRATEGY_NAMES,
+    by_name, AnswerModel, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError,
+    UnknownStrategy, AVAILABLE, STRATEGY_NAMES,
 };
 pub use toc::Toc;
 pub use trace::{

@@ -11,7 +11,7 @@ use crate::answer::{Answer, Termination};
 use crate::event::{Event, Sink};
 use crate::links::Links;
 use crate::run::Run;
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::Step;
 use crate::walk::{linked, rank, LINKS_QUERY};
 
@@ -28,6 +28,8 @@ pub struct Linked {
     pub follow_from: usize,
     /// Most passages shown in the answer step, as in the walk.
     pub answer_passages: usize,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Linked {
@@ -37,6 +39,7 @@ impl Default for Linked {
             max_cycles: 2,
             follow_from: 1,
             answer_passages: 5,
+            answer_model: None,
         }
     }
 }
@@ -52,6 +55,7 @@ impl Strategy for Linked {
             "max_cycles": self.max_cycles,
             "follow_from": self.follow_from,
             "answer_passages": self.answer_passages,
+            "answer_model": answer_model_id(&self.answer_model),
         })
     }
 
@@ -63,6 +67,7 @@ impl Strategy for Linked {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
+            run.answer_model = self.answer_model.clone().map(|m| m.0);
             let question_vector = run.env.embedder.embed_one(question)?;
             let mut cycle = 1;
             run.emit(Event::Cycle { cycle });

@@ -5,6 +5,11 @@
 /// a short answer with citations out.
 pub const ANSWER_SYSTEM: &str = include_str!("../prompts/answer.system.md");
 pub const ANSWER_USER: &str = include_str!("../prompts/answer.user.md");
+/// Worked examples of the answer step, shown as earlier turns of the conversation: a name
+/// found across two passages, a yes/no comparison, and "not found". Small models follow a
+/// shown reply far better than a described one. The passages are invented, not taken from
+/// any evaluation set.
+pub const ANSWER_EXAMPLES: &str = include_str!("../prompts/answer.examples.md");
 
 /// The read step of `walk`: facts and next-source descriptors as JSON Lines.
 pub const READ_SYSTEM: &str = include_str!("../prompts/read.system.md");
@@ -46,6 +51,42 @@ pub fn request(system: &str, user: String, max_tokens: usize) -> walkrag_core::C
     }
 }
 
+/// The turns of an examples file: each `--- user` or `--- assistant` line starts a message
+/// of that role, whose text runs to the next such line.
+///
+/// # Panics
+/// On text before the first turn or an unknown role: example files are compiled in, so
+/// either is a bug that the tests catch.
+pub fn examples(text: &str) -> Vec<walkrag_core::Message> {
+    use walkrag_core::Message;
+    let mut turns: Vec<Message> = Vec::new();
+    let mut current: Option<(&str, Vec<&str>)> = None;
+    let close = |turn: Option<(&str, Vec<&str>)>, turns: &mut Vec<Message>| {
+        if let Some((role, lines)) = turn {
+            let content = lines.join("\n").trim().to_string();
+            turns.push(match role {
+                "user" => Message::user(content),
+                "assistant" => Message::assistant(content),
+                other => panic!("unknown role {other:?} in an examples file"),
+            });
+        }
+    };
+    for line in text.lines() {
+        if let Some(role) = line.strip_prefix("--- ") {
+            close(current.take(), &mut turns);
+            current = Some((role.trim(), Vec::new()));
+        } else {
+            match &mut current {
+                Some((_, lines)) => lines.push(line),
+                None if line.trim().is_empty() => {}
+                None => panic!("text before the first turn of an examples file: {line:?}"),
+            }
+        }
+    }
+    close(current, &mut turns);
+    turns
+}
+
 /// Fills the `{{name}}` placeholders of `template`.
 ///
 /// # Panics
@@ -84,6 +125,36 @@ pub fn render(template: &str, values: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answer_examples_alternate_user_and_assistant() {
+        use walkrag_core::Role;
+        let turns = examples(ANSWER_EXAMPLES);
+        assert_eq!(turns.len(), 6);
+        for (i, turn) in turns.iter().enumerate() {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            assert_eq!(turn.role, role);
+            assert!(!turn.content.is_empty());
+        }
+        // Each example reply keeps to the answer step's grammar: one line of answer, then
+        // the sources, then at most one line.
+        for reply in turns.iter().skip(1).step_by(2) {
+            assert!(reply.content.starts_with("Answer: "), "{}", reply.content);
+            assert_eq!(
+                reply
+                    .content
+                    .lines()
+                    .nth(1)
+                    .map(|l| l.starts_with("Sources:")),
+                Some(true)
+            );
+            assert!(reply.content.lines().count() <= 3);
+        }
+    }
 
     #[test]
     fn fills_placeholders() {

@@ -2,9 +2,10 @@
 //! recording all of it in the trace and the event stream.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
-use walkrag_core::{ChatError, ChatRequest, Completion};
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Completion};
 use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
@@ -32,6 +33,9 @@ pub(crate) struct Run<'a> {
     read: Vec<ChunkId>,
     read_set: HashSet<ChunkId>,
     pub control: Control,
+    /// The model of the answer step where it is not the chat model (`--answer-model`: a
+    /// cheap model walks, a stronger one answers).
+    pub answer_model: Option<Arc<dyn ChatModel>>,
 }
 
 /// The answer step's result.
@@ -66,6 +70,7 @@ impl<'a> Run<'a> {
             read: Vec::new(),
             read_set: HashSet::new(),
             control: Control::default(),
+            answer_model: None,
         }
     }
 
@@ -230,6 +235,25 @@ impl<'a> Run<'a> {
         self.chat_with(cycle, purpose, request, &mut on_text).await
     }
 
+    /// [`chat`](Self::chat) with the answer model where one is set: tokens stream, and the
+    /// trace names the model.
+    async fn chat_answer(
+        &mut self,
+        cycle: usize,
+        request: ChatRequest,
+    ) -> Result<Completion, ChatError> {
+        let Some(model) = self.answer_model.clone() else {
+            return self.chat(cycle, "answer", request, true).await;
+        };
+        let mut on_text = |text: &str| {
+            vec![Event::Token {
+                text: text.to_string(),
+            }]
+        };
+        self.chat_on(&*model, true, cycle, "answer", request, &mut on_text)
+            .await
+    }
+
     /// Calls the model; `on_text` sees each piece of text as it arrives and returns events to
     /// emit at once. When the walk is stopped the generation is cancelled and the text so far
     /// returned.
@@ -241,6 +265,21 @@ impl<'a> Run<'a> {
         on_text: &mut (dyn FnMut(&str) -> Vec<Event> + Send),
     ) -> Result<Completion, ChatError> {
         let model = self.env.model;
+        self.chat_on(model, false, cycle, purpose, request, on_text)
+            .await
+    }
+
+    /// [`chat_with`](Self::chat_with) on `model`; the trace names it when it is `other`
+    /// than the chat model.
+    async fn chat_on(
+        &mut self,
+        model: &dyn ChatModel,
+        other: bool,
+        cycle: usize,
+        purpose: &str,
+        request: ChatRequest,
+        on_text: &mut (dyn FnMut(&str) -> Vec<Event> + Send),
+    ) -> Result<Completion, ChatError> {
         let control = self.control.clone();
         let sink = &mut *self.sink;
         let mut emit_text = |text: &str| {
@@ -248,8 +287,11 @@ impl<'a> Run<'a> {
                 sink.emit(event);
             }
         };
-        let (result, call) =
+        let (result, mut call) =
             llm::call(model, cycle, purpose, request, &control, &mut emit_text).await;
+        if other {
+            call.model = Some(model.id().to_string());
+        }
         self.trace.steps.push(Step::Llm(call));
         if let Ok(out) = &result {
             self.cost.add_call(out.usage);
@@ -272,14 +314,22 @@ impl<'a> Run<'a> {
         let control = std::mem::take(&mut self.control);
         let completion = loop {
             let passages = passages::render(self.env.index, &shown);
-            let user = prompt::render(
-                prompt::ANSWER_USER,
-                &[("passages", passages.as_str()), ("question", question)],
-            );
-            let mut user = match facts {
-                Some(facts) => format!("Facts found so far:\n{facts}\n\n{user}"),
-                None => user,
+            // Facts are notes beside the passages, never instead of them: a small model's
+            // facts are often the question's own words.
+            let notes = match facts {
+                Some(facts) => format!(
+                    "\nNotes taken while reading (check them against the passages):\n{facts}\n"
+                ),
+                None => String::new(),
             };
+            let mut user = prompt::render(
+                prompt::ANSWER_USER,
+                &[
+                    ("passages", passages.as_str()),
+                    ("notes", notes.as_str()),
+                    ("question", question),
+                ],
+            );
             // Told only when the question is clearly in another language: English prompts
             // stay as they are.
             if let Some(language) = crate::language::not_english(question) {
@@ -289,11 +339,15 @@ impl<'a> Run<'a> {
                 ));
             }
             let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
-            let request = ChatRequest {
+            let mut request = ChatRequest {
                 constraint: Some(crate::constrain::answer(&ids)),
                 ..prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS)
             };
-            match self.chat(cycle, "answer", request, true).await {
+            // The worked examples go between the instructions and the question.
+            request
+                .messages
+                .splice(1..1, prompt::examples(prompt::ANSWER_EXAMPLES));
+            match self.chat_answer(cycle, request).await {
                 Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
                     let dropped = shown.pop().expect("more than one passage");
                     self.note(

@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::answer::{Answer, Termination};
 use crate::event::{Event, Sink};
 use crate::run::Run;
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 
 /// Single-shot retrieval-augmented answering: what walkrag's other strategies are measured
 /// against. `ranked` is the retrieval order.
@@ -13,11 +13,16 @@ use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 pub struct Single {
     /// Chunks retrieved and shown: 5 fits a 2,048-token context with room for the answer.
     pub k: usize,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Single {
     fn default() -> Self {
-        Self { k: 5 }
+        Self {
+            k: 5,
+            answer_model: None,
+        }
     }
 }
 
@@ -27,7 +32,7 @@ impl Strategy for Single {
     }
 
     fn config(&self) -> serde_json::Value {
-        json!({ "k": self.k })
+        json!({ "k": self.k, "answer_model": answer_model_id(&self.answer_model) })
     }
 
     fn run<'a>(
@@ -38,6 +43,7 @@ impl Strategy for Single {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
+            run.answer_model = self.answer_model.clone().map(|m| m.0);
             run.emit(Event::Cycle { cycle: 1 });
             let hits = run.retrieve(1, question, self.k, false)?;
             let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();

@@ -95,6 +95,24 @@ pub struct Options {
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
     pub constrain_read: bool,
+    /// The model of the answer step (`walk`, `single`, `links`); `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
+}
+
+/// The model that writes the answer, where it is not the chat model: a cheap model walks,
+/// a stronger one answers from what the walk found.
+#[derive(Clone)]
+pub struct AnswerModel(pub std::sync::Arc<dyn ChatModel>);
+
+impl std::fmt::Debug for AnswerModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.id())
+    }
+}
+
+/// The id of `model`, for a strategy's recorded settings.
+pub(crate) fn answer_model_id(model: &Option<AnswerModel>) -> Option<String> {
+    model.as_ref().map(|m| m.0.id().to_string())
 }
 
 impl std::fmt::Debug for Options {
@@ -104,6 +122,7 @@ impl std::fmt::Debug for Options {
             .field("max_cycles", &self.max_cycles)
             .field("memory", &self.memory.is_some())
             .field("reader", &self.reader.as_ref().map(|m| m.id().to_string()))
+            .field("answer_model", &self.answer_model)
             .finish_non_exhaustive()
     }
 }
@@ -118,6 +137,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             if let Some(k) = options.k {
                 single.k = k;
             }
+            single.answer_model = options.answer_model.clone();
             Ok(Box::new(single))
         }
         "links" => {
@@ -128,6 +148,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             if let Some(max_cycles) = options.max_cycles {
                 linked.max_cycles = max_cycles;
             }
+            linked.answer_model = options.answer_model.clone();
             Ok(Box::new(linked))
         }
         "walk" => {
@@ -141,6 +162,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
             walk.constrain_read = options.constrain_read;
+            walk.answer_model = options.answer_model.clone();
             Ok(Box::new(walk))
         }
         "toc" => {

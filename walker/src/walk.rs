@@ -23,7 +23,7 @@ use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match};
 use crate::run::Run;
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::support;
 use crate::trace::{Descriptor, Fact, RetrievedChunk, Step};
 
@@ -67,6 +67,8 @@ pub struct Walk {
     pub memory: Option<Arc<Memory>>,
     /// Stop and hint from outside.
     pub control: Control,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 /// The query recorded for chunks found by links.
@@ -96,6 +98,7 @@ impl Default for Walk {
             follow_links: true,
             memory: None,
             control: Control::default(),
+            answer_model: None,
         }
     }
 }
@@ -118,6 +121,7 @@ impl Strategy for Walk {
             "expand_from_facts": self.expand_from_facts,
             "follow_links": self.follow_links,
             "memory": self.memory.as_ref().map(|m| m.path().display().to_string()),
+            "answer_model": answer_model_id(&self.answer_model),
         })
     }
 
@@ -140,6 +144,7 @@ impl Walk {
     ) -> Result<Answer, StrategyError> {
         let mut run = Run::new(self, question, env, sink);
         run.control = self.control.clone();
+        run.answer_model = self.answer_model.clone().map(|m| m.0);
         // Embedded once: the first search, the memory and the links' order all use it.
         let question_vector = run.env.embedder.embed_one(question)?;
         let mut facts: Vec<Fact> = match &self.memory {

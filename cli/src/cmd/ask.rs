@@ -12,8 +12,10 @@ use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::output::{AnswerLine, TraceFile};
 use walkrag_walker::passages::describe;
+
+use super::ANSWERED_BY_ONE_MODEL;
 use walkrag_walker::{
-    by_name, Answer, Control, CycleReport, Event, Memory, Options, Steer, Strategy,
+    by_name, Answer, AnswerModel, Control, CycleReport, Event, Memory, Options, Steer, Strategy,
 };
 
 /// Ask a question of the indexed documents.
@@ -89,6 +91,11 @@ pub struct Args {
     /// documents are many, the answer is one) [default: --model].
     #[arg(long, value_name = "SPEC")]
     reader_model: Option<String>,
+    /// The model that writes the answer for walk, single and links, e.g.
+    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
+    /// found [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    answer_model: Option<String>,
     /// Chunks retrieved per search [default: the strategy's, 5 for single].
     #[arg(short)]
     k: Option<usize>,
@@ -148,6 +155,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.reader_model.is_some() && args.strategy != "docs" {
         bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
     }
+    if args.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.contains(&args.strategy.as_str()) {
+        bail!("--answer-model works with the walk, single and links strategies");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
@@ -155,6 +165,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         constrain_read: args.constrain_read,
+        answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
+            .map(AnswerModel),
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {

@@ -14,7 +14,9 @@ use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{by_name, Options, Strategy};
+use walkrag_walker::{by_name, AnswerModel, Options, Strategy};
+
+use super::ANSWERED_BY_ONE_MODEL;
 
 /// Benchmark strategies on a question set: retrieval recall, answer EM/F1 and cost.
 ///
@@ -127,6 +129,11 @@ pub struct Args {
     /// documents are many, the answer is one) [default: --model].
     #[arg(long, value_name = "SPEC")]
     reader_model: Option<String>,
+    /// The model that writes the answer for walk, single and links, e.g.
+    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
+    /// found [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    answer_model: Option<String>,
     /// Only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
@@ -192,9 +199,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.reader_model.is_some() && !args.strategies.iter().any(|s| s.trim() == "docs") {
         bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
     }
+    if args.answer_model.is_some()
+        && !args
+            .strategies
+            .iter()
+            .any(|s| ANSWERED_BY_ONE_MODEL.contains(&s.trim()))
+    {
+        bail!("--answer-model works with the walk, single and links strategies");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
+        answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
+            .map(|model| AnswerModel(unconstrained(model, args.unconstrained))),
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?
             .map(|reader| unconstrained(reader, args.unconstrained)),
         constrain_read: args.constrain_read,

@@ -73,6 +73,9 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
+/// The strategies whose answer step `--answer-model` takes over.
+pub const ANSWERED_BY_ONE_MODEL: [&str; 3] = ["walk", "single", "links"];
+
 /// A model for one `role` beside the chat model `model` (`--reader-model` for `docs`,
 /// `--pick-model` for `actions`): `None` without one or when it names the chat model itself
 /// (loaded once, it does both).

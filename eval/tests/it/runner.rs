@@ -38,7 +38,10 @@ fn run(
     let path = dir.path().join("questions.jsonl");
     fs::write(&path, QUESTIONS).unwrap();
     let questions = load_questions(&path, None).unwrap();
-    let strategies: Vec<Box<dyn Strategy>> = vec![Box::new(Single { k })];
+    let strategies: Vec<Box<dyn Strategy>> = vec![Box::new(Single {
+        k,
+        ..Single::default()
+    })];
     block_on(runner::run(
         env(&t.index, model),
         &strategies,

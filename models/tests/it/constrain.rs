@@ -382,3 +382,31 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
         );
     }
 }
+
+/// The answer step's grammar keeps citations out of the answer line: no `[` and no
+/// "Sources:" before the line break (answers once ended "... Sources: , ,"), while a short
+/// answer and its cited ids pass.
+#[test]
+fn the_answer_grammar_keeps_citations_out_of_the_answer() {
+    let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
+    let constraint = walkrag_walker::constrain::answer(&shown);
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
+        let accepts = |text: &str| {
+            let ids = tokenizer.encode(text).unwrap();
+            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
+        };
+        assert!(
+            accepts("Answer: Dundee\nSources: [77b1e4d0.2], [3fa9c2d1.0]"),
+            "{name}"
+        );
+        assert!(accepts(
+            "Answer: not found\nSources: [3fa9c2d1.0]\nIt names the founders."
+        ));
+        assert!(!accepts("Answer: Dundee [77b1e4d0.2]"), "{name}");
+        assert!(!accepts("Answer: Dundee. Sources: x"), "{name}");
+        assert!(!accepts("Answer: Dundee\nSources: [0badcafe.9]"), "{name}");
+    }
+}

@@ -167,7 +167,7 @@ fn filters_choose_the_documents_the_reader_reads_and_the_model_answers_from_what
     // Only the 2023 report was read, whole, with the query.
     let read = reader.requests.lock().unwrap();
     assert_eq!(read.len(), 1);
-    let prompt = &read[0].messages[1].content;
+    let prompt = &read[0].messages.last().unwrap().content;
     assert!(prompt.starts_with("Document: Northwind Traders Annual Report 2023 (company: Northwind Traders; date: 2024-03-29; type: annual report)"), "{prompt}");
     assert!(prompt.contains("two shops in Lyon") && prompt.contains("Marseille"));
     assert!(prompt.trim_end().ends_with("Question: revenue"), "{prompt}");
@@ -181,7 +181,7 @@ fn filters_choose_the_documents_the_reader_reads_and_the_model_answers_from_what
         .expect("a fact event");
     assert_eq!(fact.chunk_id, Some(results_2023));
     assert!(fact.trusted);
-    let answer_prompt = &requests[1].messages[1].content;
+    let answer_prompt = &requests[1].messages.last().unwrap().content;
     assert!(answer_prompt
         .contains("- From Northwind Traders Annual Report 2023: Revenue reached 47 million euros"));
     assert!(answer_prompt.contains(&format!("[{results_2023}]")));
@@ -224,7 +224,7 @@ fn readers_run_for_every_match_and_what_says_nothing_is_left_out() {
     assert_eq!(read.len(), 2);
     let titles: Vec<bool> = read
         .iter()
-        .map(|r| r.messages[1].content.contains("Northwind"))
+        .map(|r| r.messages.last().unwrap().content.contains("Northwind"))
         .collect();
     assert_eq!(titles, [true, true]);
     let facts = events
@@ -232,7 +232,12 @@ fn readers_run_for_every_match_and_what_says_nothing_is_left_out() {
         .filter(|e| matches!(e, Event::Fact(_)))
         .count();
     assert_eq!(facts, 1, "the reader with nothing to say adds no fact");
-    let answer_prompt = &model.requests.lock().unwrap()[1].messages[1].content;
+    let answer_prompt = model.requests.lock().unwrap()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
     assert_eq!(
         answer_prompt.matches("- From ").count(),
         1,
@@ -266,9 +271,11 @@ fn long_documents_are_read_in_parts_and_past_the_limit_the_parts_nearest_the_que
     assert_eq!(read.len(), 2);
     let first = &read
         .iter()
-        .find(|r| r.messages[1].content.contains("2023 ("))
+        .find(|r| r.messages.last().unwrap().content.contains("2023 ("))
         .unwrap()
-        .messages[1]
+        .messages
+        .last()
+        .unwrap()
         .content;
     assert!(first.contains(", part "), "{first}");
     assert!(first.contains("Marseille"), "{first}");
@@ -311,7 +318,7 @@ fn no_match_reads_the_nearest_documents_and_unknown_fields_are_named() {
     let read = reader.requests.lock().unwrap();
     assert_eq!(read.len(), 2, "at most max_documents");
     // The nearest document to the query comes first.
-    assert!(read[0].messages[1].content.contains("Contoso"));
+    assert!(read[0].messages.last().unwrap().content.contains("Contoso"));
     assert_eq!(answer.answer, "12 million euros");
 }
 
@@ -346,7 +353,7 @@ fn tool_calling_models_search_passages_without_a_reader() {
     });
     assert_eq!(searched, Some(Docs::default().k));
     // The passages found are what the answer step is shown.
-    let answer_prompt = &requests[1].messages[1].content;
+    let answer_prompt = &requests[1].messages.last().unwrap().content;
     assert!(answer_prompt.contains("bicycle repair arm made a loss"));
 }
 

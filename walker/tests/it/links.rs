@@ -49,7 +49,7 @@ fn follows_the_links_of_the_best_passage_then_answers_with_one_call() {
     );
     // The answer step was shown both passages, the question's first.
     let requests = model.requests.lock().unwrap();
-    let prompt = &requests[0].messages[1].content;
+    let prompt = &requests[0].messages.last().unwrap().content;
     let (at1, at2) = (
         prompt.find(&format!("[{d1}]")).unwrap(),
         prompt.find(&format!("[{d2}]")).unwrap(),

@@ -70,7 +70,7 @@ fn a_follow_up_question_starts_from_the_facts_of_an_earlier_one() {
     // The remembered fact is shown in the first read, marked in the trace and the events,
     // and its chunk is not retrieved again as new material.
     let requests = model.requests.lock().unwrap();
-    let first_read = &requests[0].messages[1].content;
+    let first_read = &requests[0].messages.last().unwrap().content;
     assert!(
         first_read.contains(&format!("- The mayor of Velmora is Ilsa Brandt. [{d1}]")),
         "{first_read}"

@@ -33,7 +33,10 @@ fn done() -> Turn {
 
 /// The user message of request `i`: the outline, what happened last turn, the question.
 fn prompt(model: &ScriptedChatModel, i: usize) -> String {
-    model.requests.lock().unwrap()[i].messages[1]
+    model.requests.lock().unwrap()[i]
+        .messages
+        .last()
+        .unwrap()
         .content
         .clone()
 }
@@ -219,7 +222,10 @@ fn a_tool_calling_model_opens_sections_with_the_tool() {
     let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["expand_sections", "answer"]);
     assert!(requests[0].constraint.is_none());
-    assert!(requests[1].messages[1]
+    assert!(requests[1]
+        .messages
+        .last()
+        .unwrap()
         .content
         .contains(&format!("[{crew_id}] Crew (open)")));
 }

@@ -18,7 +18,10 @@ fn answers_from_the_top_k_with_citations_and_streams_tokens() {
         "Answer: Ilsa Brandt [{d1}]\nSources: [{d1}]\nExplanation: The mayor of Velmora is Ilsa Brandt [{d1}]."
     ))]);
     let mut events = Vec::new();
-    let strategy = Single { k: 3 };
+    let strategy = Single {
+        k: 3,
+        ..Single::default()
+    };
     let answer =
         block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
 
@@ -57,7 +60,7 @@ fn answers_from_the_top_k_with_citations_and_streams_tokens() {
 
     // The prompt shows the question and exactly the ranked passages, tagged with their ids.
     let requests = model.requests.lock().unwrap();
-    let user = &requests[0].messages[1];
+    let user = requests[0].messages.last().unwrap();
     assert_eq!(user.role, Role::User);
     assert!(user.content.contains(QUESTION));
     for id in &answer.ranked {
@@ -82,9 +85,14 @@ fn citations_of_passages_not_shown_are_dropped_and_noted() {
         "Answer: Ilsa Brandt [{d1}] [0badcafe.0]"
     ))]);
     let mut events = Vec::new();
-    let answer =
-        block_on(Single { k: 2 }.run(QUESTION, env(&t.index, &model), &mut collect(&mut events)))
-            .unwrap();
+    let answer = block_on(
+        Single {
+            k: 2,
+            ..Single::default()
+        }
+        .run(QUESTION, env(&t.index, &model), &mut collect(&mut events)),
+    )
+    .unwrap();
     assert_eq!(answer.citations, [d1]);
     assert!(events
         .iter()
@@ -115,14 +123,20 @@ fn a_reply_that_the_passages_do_not_answer_is_not_found() {
 
 #[test]
 fn passages_are_dropped_from_the_end_until_the_prompt_fits() {
+    const ROOM: usize = 480;
     let t = test_index();
     let mut model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
-    // Room for the instructions and about two passages.
-    model.context_length = 220;
+    // Room for the instructions, the worked examples and about two passages.
+    model.context_length = ROOM;
     let mut events = Vec::new();
-    let answer =
-        block_on(Single { k: 5 }.run(QUESTION, env(&t.index, &model), &mut collect(&mut events)))
-            .unwrap();
+    let answer = block_on(
+        Single {
+            k: 5,
+            ..Single::default()
+        }
+        .run(QUESTION, env(&t.index, &model), &mut collect(&mut events)),
+    )
+    .unwrap();
     assert_eq!(answer.answer, "Ilsa Brandt");
     let requests = model.requests.lock().unwrap();
     let sizes: Vec<usize> = requests
@@ -131,7 +145,7 @@ fn passages_are_dropped_from_the_end_until_the_prompt_fits() {
         .collect();
     assert!(requests.len() > 1, "{sizes:?}");
     assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
-    assert!(*sizes.last().unwrap() <= 220);
+    assert!(*sizes.last().unwrap() <= ROOM);
     let notes = events
         .iter()
         .filter(|e| matches!(e, Event::Note { message } if message.contains("answering without passage")))
@@ -166,8 +180,39 @@ fn model_failures_are_typed() {
 fn answer_prompt_snapshot() {
     let t = test_index();
     let model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
-    block_on(Single { k: 2 }.run(QUESTION, env(&t.index, &model), &mut |_| {})).unwrap();
+    block_on(
+        Single {
+            k: 2,
+            ..Single::default()
+        }
+        .run(QUESTION, env(&t.index, &model), &mut |_| {}),
+    )
+    .unwrap();
     let request = &model.requests.lock().unwrap()[0];
     expect_file!["snapshots/answer_prompt.txt"].assert_eq(&render_request(request));
     assert_eq!(request.sampling.temperature, 0.0, "answers are greedy");
+}
+
+/// With an answer model, the answer step goes to it, not to the chat model, and the trace
+/// names it.
+#[test]
+fn an_answer_model_writes_the_answer() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let chat = ScriptedChatModel::new(Vec::new());
+    let answerer = std::sync::Arc::new(ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: Ilsa Brandt\nSources: [{d1}]"
+    ))]));
+    let strategy = Single {
+        k: 2,
+        answer_model: Some(walkrag_walker::AnswerModel(answerer.clone())),
+    };
+    let answer = block_on(strategy.run(QUESTION, env(&t.index, &chat), &mut |_| {})).unwrap();
+    assert_eq!(answer.answer, "Ilsa Brandt");
+    assert!(chat.requests.lock().unwrap().is_empty());
+    assert_eq!(answerer.requests.lock().unwrap().len(), 1);
+    assert!(answer.trace.steps.iter().any(
+        |s| matches!(s, Step::Llm(c) if c.purpose == "answer" && c.model.as_deref() == Some("test:scripted"))
+    ));
+    assert_eq!(answer.trace.config["answer_model"], "test:scripted");
 }

@@ -50,7 +50,7 @@ fn the_picked_sections_are_read_in_the_order_picked() {
 
     let requests = model.requests.lock().unwrap();
     // The pick sees every heading with its id; nothing was searched (the headings fit).
-    let toc = &requests[0].messages[1].content;
+    let toc = &requests[0].messages.last().unwrap().content;
     for heading in [
         "Finances", "Revenue", "Costs", "Fleet", "Vessels", "Crew", "Outlook",
     ] {
@@ -69,7 +69,7 @@ fn the_picked_sections_are_read_in_the_order_picked() {
     let prompt = redact_section_ids(&t.index, &render_request(&requests[0]));
     expect_file!["snapshots/toc_prompt.txt"].assert_eq(&prompt);
     // The answer step is shown the passages in the order picked.
-    let shown = &requests[1].messages[1].content;
+    let shown = &requests[1].messages.last().unwrap().content;
     let at = |id: &walkrag_engine::ChunkId| shown.find(&format!("[{id}]")).unwrap();
     assert!(at(&revenue) < at(&vessels) && at(&vessels) < at(&crew));
     assert!(events
@@ -129,7 +129,7 @@ fn a_section_over_the_budget_shows_its_passages_nearest_the_question() {
     // A section over the budget shows its passages nearest the question first: Costs, over
     // budget but the first shown; Revenue no longer fits. Shown passages rank first.
     let requests = model.requests.lock().unwrap();
-    let shown = &requests[1].messages[1].content;
+    let shown = &requests[1].messages.last().unwrap().content;
     assert!(shown.contains(&format!("[{costs}]")));
     assert!(!shown.contains(&format!("[{revenue}]")));
     assert_eq!(answer.ranked, [costs, revenue]);
@@ -177,7 +177,10 @@ fn too_many_headings_are_cut_by_depth_then_by_search() {
         ..Toc::default()
     };
     ask(&toc, &t, &model, "How many vessels?");
-    let shown = model.requests.lock().unwrap()[0].messages[1]
+    let shown = model.requests.lock().unwrap()[0]
+        .messages
+        .last()
+        .unwrap()
         .content
         .clone();
     assert!(shown.contains(&format!("[{fleet}]")));
@@ -192,7 +195,10 @@ fn too_many_headings_are_cut_by_depth_then_by_search() {
     };
     let answer = ask(&toc, &t, &model, "What did the board approve in March?");
     assert!(matches!(&answer.trace.steps[0], Step::Retrieve(r) if r.k == 1));
-    let shown = model.requests.lock().unwrap()[0].messages[1]
+    let shown = model.requests.lock().unwrap()[0]
+        .messages
+        .last()
+        .unwrap()
         .content
         .clone();
     assert!(shown.contains("] Board Minutes"), "{shown}");
@@ -235,7 +241,12 @@ fn a_document_without_headings_is_listed_by_its_generated_contents() {
     assert_eq!(progress.last(), Some(&(groups.len(), groups.len())));
     // Each entry's prompt is the document's title and the run's text, held to a heading.
     let asked = writer.requests.lock().unwrap();
-    assert!(asked[0].messages[1].content.starts_with("Document: ferry"));
+    assert!(asked[0]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .starts_with("Document: ferry"));
     let Some(Constraint::JsonSchema(schema)) = &asked[0].constraint else {
         panic!("a JSON Schema: {:?}", asked[0].constraint);
     };
@@ -256,7 +267,10 @@ fn a_document_without_headings_is_listed_by_its_generated_contents() {
         Turn::Reply("Answer: four euros\nExplanation: read.".into()),
     ]);
     let answer = ask(&Toc::default(), &t, &model, "How much is a crossing?");
-    let shown = model.requests.lock().unwrap()[0].messages[1]
+    let shown = model.requests.lock().unwrap()[0]
+        .messages
+        .last()
+        .unwrap()
         .content
         .clone();
     assert!(
@@ -306,11 +320,14 @@ fn a_question_in_another_language_asks_for_the_answer_in_it() {
         "How many vessels does the cooperative have?",
     );
     let requests = model.requests.lock().unwrap();
-    assert!(requests[1].messages[1]
+    assert!(requests[1].messages.last().unwrap()
         .content
         .ends_with("The question is in German: write the answer and the explanation in German (keep the words \"Answer:\" and \"Sources:\")."));
     // An English question's prompt is unchanged.
-    assert!(!requests[3].messages[1]
+    assert!(!requests[3]
+        .messages
+        .last()
+        .unwrap()
         .content
         .contains("The question is in"));
 }

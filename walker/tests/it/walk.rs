@@ -118,10 +118,16 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
 
     // The second read sees the first fact; the answer step sees both facts.
     let requests = model.requests.lock().unwrap();
-    assert!(requests[1].messages[1]
+    assert!(requests[1]
+        .messages
+        .last()
+        .unwrap()
         .content
         .contains(&format!("- The mayor of Velmora is Ilsa Brandt. [{d1}]")));
-    assert!(requests[2].messages[1]
+    assert!(requests[2]
+        .messages
+        .last()
+        .unwrap()
         .content
         .contains("Ilsa Brandt was born in Kessel."));
     let steps = &answer.trace.steps;
@@ -340,7 +346,10 @@ fn hints_are_searched_and_shown() {
             reply("Answer: x".into()),
         ],
     );
-    assert!(model.requests.lock().unwrap()[0].messages[1]
+    assert!(model.requests.lock().unwrap()[0]
+        .messages
+        .last()
+        .unwrap()
         .content
         .contains("A hint from the user: cheese market"));
     assert!(events
@@ -392,7 +401,12 @@ fn malformed_output_is_salvaged_and_untrusted_sources_are_flagged() {
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::Note { message } if message.contains("not trusted"))));
-    let answer_prompt = &model.requests.lock().unwrap()[2].messages[1].content;
+    let answer_prompt = model.requests.lock().unwrap()[2]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
     assert!(
         !answer_prompt.contains("Kessel is far away"),
         "untrusted facts are not evidence"
@@ -453,7 +467,12 @@ fn a_pause_after_each_cycle_can_hint_and_stop() {
         })
         .collect();
     assert_eq!(queries[1], "cheese market", "the hint is searched first");
-    let second_read = &model.requests.lock().unwrap()[1].messages[1].content;
+    let second_read = model.requests.lock().unwrap()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
     assert!(second_read.contains("A hint from the user: cheese market"));
 }
 
@@ -528,7 +547,7 @@ fn a_fact_its_source_does_not_support_is_not_trusted() {
     )));
     // Only the supported fact reaches the answer step.
     let requests = model.requests.lock().unwrap();
-    let answer_prompt = &requests[1].messages[1].content;
+    let answer_prompt = &requests[1].messages.last().unwrap().content;
     assert!(answer_prompt.contains("Velmora is a river town."));
     assert!(
         !answer_prompt.contains("- Ilsa Brandt was born in Kessel in 1971"),
