@@ -37,8 +37,8 @@ use walkrag_engine::{ChunkId, ChunkRef, DocId, Index, SearchOptions};
 use walkrag_walker::jsonl::{ObjectReader, Raw};
 use walkrag_walker::llm;
 use walkrag_walker::{
-    passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, Retrieval, RetrievedChunk,
-    SearchParams, Sink, Step, Strategy, StrategyError, Termination, Trace,
+    passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, Origin, Retrieval,
+    RetrievedChunk, SearchParams, Sink, Step, Strategy, StrategyError, Termination, Trace,
 };
 
 use crate::action::Action;
@@ -1277,11 +1277,13 @@ impl Actions {
         let ms = started.elapsed().as_millis() as u64;
         run.emit(Event::Retrieved {
             cycle,
+            origin: Origin::Question,
             query: query.to_string(),
             chunks: chunks.clone(),
         });
         run.trace.steps.push(Step::Retrieve(Retrieval {
             cycle,
+            origin: Origin::Question,
             query: query.to_string(),
             k: self.ranked_k,
             hits: chunks,

@@ -89,11 +89,25 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
             .collect::<Vec<_>>()
             .join(", ")
     });
+    if columns
+        .iter()
+        .any(|(_, s)| !s.supporting_found_by.is_empty())
+    {
+        row("supporting documents found first by", &|s| {
+            s.supporting_found_by
+                .iter()
+                .map(|(origin, n)| format!("{} {n}", origin.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+    }
     let _ = writeln!(
         md,
         "\nRecall@k: share of supporting documents (or sections) among the first k distinct \
          ones of the strategy's ranking. EM/F1: SQuAD normalisation, best over the answer and \
-         its aliases. Costs are means per question.\n"
+         its aliases. Costs are means per question. Found first by: the search that first \
+         returned a read chunk of each supporting document (the question's own, a model's \
+         descriptor or pick, a hint, the walk's fallback, a link, memory).\n"
     );
     md.push_str("![recall@k and cost](chart.svg)\n");
     md

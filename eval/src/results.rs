@@ -1,8 +1,10 @@
 //! One line of `results.jsonl`: a strategy's answer to one question, with its scores.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use walkrag_engine::{ChunkId, Index};
-use walkrag_walker::{Answer, Cost};
+
+use walkrag_walker::{Answer, Cost, Origin, Step};
 
 use crate::dataset::Question;
 use crate::metrics;
@@ -53,6 +55,13 @@ pub struct ResultLine {
     pub usage: Cost,
     pub elapsed_ms: u64,
     pub metrics: Metrics,
+    /// What first found each document read: the origin of the first search that returned a
+    /// chunk of it that was read (`question`, `model`, `hint`, `fallback`, `link`, `memory`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub found_by: BTreeMap<String, Origin>,
+    /// How many of the question's supporting documents each origin found first.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub supporting_found_by: BTreeMap<Origin, usize>,
     /// The model's whole reply.
     #[serde(default)]
     pub text: String,
@@ -76,6 +85,7 @@ impl ResultLine {
             })
             .collect();
         let (ranked_docs, ranked_sections): (Vec<_>, Vec<_>) = located.into_iter().unzip();
+        let found_by = found_by(answer);
         let metrics = score(
             question,
             &answer.answer,
@@ -97,6 +107,8 @@ impl ResultLine {
             usage: answer.usage,
             elapsed_ms: answer.elapsed_ms,
             metrics,
+            supporting_found_by: count_by_origin(&found_by, &question.supporting_ids),
+            found_by,
             text: answer.text.clone(),
             error: None,
         }
@@ -122,10 +134,41 @@ impl ResultLine {
                 abstain: metrics.abstain.map(|_| 0.0),
                 ..metrics
             },
+            found_by: BTreeMap::new(),
+            supporting_found_by: BTreeMap::new(),
             text: String::new(),
             error: Some(error),
         }
     }
+}
+
+/// The origin of the first search that returned a read chunk of each document, from the
+/// answer's trace; chunks returned but never read (a walk keeps k of its searches' hits)
+/// do not count.
+fn found_by(answer: &Answer) -> BTreeMap<String, Origin> {
+    let read: std::collections::HashSet<ChunkId> = answer.ranked.iter().copied().collect();
+    let mut found = BTreeMap::new();
+    for step in &answer.trace.steps {
+        let Step::Retrieve(retrieval) = step else {
+            continue;
+        };
+        for hit in retrieval.hits.iter().filter(|h| read.contains(&h.chunk_id)) {
+            found.entry(hit.doc_id.clone()).or_insert(retrieval.origin);
+        }
+    }
+    found
+}
+
+/// How many of `docs` each origin found first.
+fn count_by_origin(
+    found_by: &BTreeMap<String, Origin>,
+    docs: &[String],
+) -> BTreeMap<Origin, usize> {
+    let mut counts = BTreeMap::new();
+    for origin in docs.iter().filter_map(|d| found_by.get(d)) {
+        *counts.entry(*origin).or_default() += 1;
+    }
+    counts
 }
 
 /// Scores one prediction. Document questions count recall over `ranked_docs`; structured ones

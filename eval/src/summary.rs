@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use walkrag_walker::Origin;
+
 use crate::results::{Metrics, ResultLine};
 
 /// The whole run.
@@ -33,6 +35,10 @@ pub struct StrategySummary {
     pub cycles: f64,
     /// How many questions ended for each reason.
     pub terminations: BTreeMap<String, usize>,
+    /// How many supporting documents each origin found first, over all questions: whether
+    /// the model's searches found what the question and the links did not.
+    #[serde(default)]
+    pub supporting_found_by: BTreeMap<Origin, usize>,
 }
 
 impl StrategySummary {
@@ -45,8 +51,12 @@ impl StrategySummary {
             (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
         };
         let mut terminations = BTreeMap::new();
+        let mut supporting_found_by = BTreeMap::new();
         for line in lines {
             *terminations.entry(line.termination.clone()).or_default() += 1;
+            for (&origin, &n) in &line.supporting_found_by {
+                *supporting_found_by.entry(origin).or_default() += n;
+            }
         }
         Self {
             scores: Metrics {
@@ -67,6 +77,7 @@ impl StrategySummary {
             found: mean(&|l| f64::from(u8::from(l.found))),
             cycles: mean(&|l| l.cycles as f64),
             terminations,
+            supporting_found_by,
         }
     }
 }

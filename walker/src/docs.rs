@@ -32,7 +32,7 @@ use crate::filters::{self, Field};
 use crate::jsonl::{squash, ObjectReader, Raw};
 use crate::run::{Answered, Run};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
-use crate::trace::{Fact, RetrievedChunk};
+use crate::trace::{Fact, Origin, RetrievedChunk};
 use crate::{budget, dot, llm, passages, prompt, reply};
 
 /// The most tokens the plan may take: one call with a few filters.
@@ -314,6 +314,7 @@ impl Docs {
             .collect();
         run.record_retrieval(
             1,
+            Origin::Model,
             format!("query_documents {query:?} filters {filter}"),
             self.max_documents,
             hits,
@@ -540,7 +541,7 @@ impl Strategy for Docs {
                         partials.extend(self.read(&mut run, query, &parts).await);
                     }
                     Call::Search { query } => {
-                        let hits = run.retrieve(1, query, self.k, false)?;
+                        let hits = run.retrieve(1, Origin::Model, query, self.k, false)?;
                         searched.extend(hits.iter().map(|h| h.chunk_id));
                     }
                 }

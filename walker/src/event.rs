@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::trace::{ActionStep, Descriptor, Fact, RetrievedChunk};
+use crate::trace::{ActionStep, Descriptor, Fact, Origin, RetrievedChunk};
 
 /// One thing that happened. Serialized with a `"type"` tag (`retrieved`, `token`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -14,6 +14,8 @@ pub enum Event {
     /// Chunks came back for a query; `new` marks the ones not read before.
     Retrieved {
         cycle: usize,
+        /// What the search was for (`question`, `model`, `hint`, `fallback`, `link`, `memory`).
+        origin: Origin,
         query: String,
         chunks: Vec<RetrievedChunk>,
     },

@@ -53,9 +53,10 @@ pub use strategy::{
 };
 pub use toc::Toc;
 pub use trace::{
-    ActionStep, Descriptor, Fact, LlmCall, Retrieval, RetrievedChunk, ScoreCall, Step, Trace,
+    ActionStep, Descriptor, Fact, LlmCall, Origin, Retrieval, RetrievedChunk, ScoreCall, Step,
+    Trace,
 };
-pub use walk::{Walk, LINKS_QUERY};
+pub use walk::{Walk, LINKS_QUERY, MEMORY_QUERY};
 
 /// The dot product: the cosine of two unit-length vectors (what the index stores and the
 /// embedders return).

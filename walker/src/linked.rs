@@ -12,7 +12,7 @@ use crate::event::{Event, Sink};
 use crate::links::Links;
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
-use crate::trace::Step;
+use crate::trace::{Origin, Step};
 use crate::walk::{linked, rank, LINKS_QUERY};
 
 /// Link following with no model call before the answer.
@@ -71,7 +71,14 @@ impl Strategy for Linked {
             let question_vector = run.env.embedder.embed_one(question)?;
             let mut cycle = 1;
             run.emit(Event::Cycle { cycle });
-            let first = run.retrieve_embedded(cycle, question, &question_vector, self.k, true);
+            let first = run.retrieve_embedded(
+                cycle,
+                Origin::Question,
+                question,
+                &question_vector,
+                self.k,
+                true,
+            );
             let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
             if new.is_empty() {
                 let answered = run.nothing_found();
@@ -92,7 +99,14 @@ impl Strategy for Linked {
                 cycle += 1;
                 run.emit(Event::Cycle { cycle });
                 new = hits.iter().map(|h| h.chunk_id).collect();
-                run.record_retrieval(cycle, LINKS_QUERY.to_string(), self.k, hits, ms);
+                run.record_retrieval(
+                    cycle,
+                    Origin::Link,
+                    LINKS_QUERY.to_string(),
+                    self.k,
+                    hits,
+                    ms,
+                );
                 run.mark_read(&new);
                 cycles_read.push(new.clone());
             };

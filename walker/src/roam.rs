@@ -29,6 +29,7 @@ use crate::passages;
 use crate::prompt;
 use crate::run::Run;
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::Origin;
 use crate::{budget, dot, Sink};
 
 /// The most tokens one navigation turn may take: an action and a few ids.
@@ -554,6 +555,7 @@ impl Roam {
             let k = hits.len();
             run.record_retrieval(
                 turn,
+                Origin::Model,
                 format!("expand_sections {}", names.join(" ")),
                 k,
                 hits,
@@ -663,7 +665,7 @@ impl Strategy for Roam {
                     "no section was opened: answering from the question's best passages".into(),
                 );
                 shown = run
-                    .retrieve_embedded(turns, question, &vector, self.k, false)
+                    .retrieve_embedded(turns, Origin::Question, question, &vector, self.k, false)
                     .iter()
                     .map(|c| c.chunk_id)
                     .collect();

@@ -16,7 +16,7 @@ use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match, Reply};
 use crate::strategy::{Env, Strategy, StrategyError};
-use crate::trace::{Retrieval, RetrievedChunk, Step, Trace};
+use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
 /// one or two sentences; more means the model is rambling.
@@ -112,13 +112,14 @@ impl<'a> Run<'a> {
     pub fn retrieve(
         &mut self,
         cycle: usize,
+        origin: Origin,
         query: &str,
         k: usize,
         only_new: bool,
     ) -> Result<Vec<RetrievedChunk>, StrategyError> {
         let started = Instant::now();
         let vector = self.env.embedder.embed_one(query)?;
-        Ok(self.search(cycle, query, &vector, k, only_new, started))
+        Ok(self.search(cycle, origin, query, &vector, k, only_new, started))
     }
 
     /// [`retrieve`](Self::retrieve) with `query` already embedded as `vector` (a strategy that
@@ -126,17 +127,20 @@ impl<'a> Run<'a> {
     pub fn retrieve_embedded(
         &mut self,
         cycle: usize,
+        origin: Origin,
         query: &str,
         vector: &[f32],
         k: usize,
         only_new: bool,
     ) -> Vec<RetrievedChunk> {
-        self.search(cycle, query, vector, k, only_new, Instant::now())
+        self.search(cycle, origin, query, vector, k, only_new, Instant::now())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &mut self,
         cycle: usize,
+        origin: Origin,
         query: &str,
         vector: &[f32],
         k: usize,
@@ -160,7 +164,7 @@ impl<'a> Run<'a> {
             })
             .collect();
         let ms = started.elapsed().as_millis() as u64;
-        self.record_retrieval(cycle, query.to_string(), k, hits.clone(), ms);
+        self.record_retrieval(cycle, origin, query.to_string(), k, hits.clone(), ms);
         hits
     }
 
@@ -169,6 +173,7 @@ impl<'a> Run<'a> {
     pub fn record_retrieval(
         &mut self,
         cycle: usize,
+        origin: Origin,
         query: String,
         k: usize,
         hits: Vec<RetrievedChunk>,
@@ -176,11 +181,13 @@ impl<'a> Run<'a> {
     ) {
         self.emit(Event::Retrieved {
             cycle,
+            origin,
             query: query.clone(),
             chunks: hits.clone(),
         });
         self.trace.steps.push(Step::Retrieve(Retrieval {
             cycle,
+            origin,
             query,
             k,
             hits,
@@ -199,7 +206,7 @@ impl<'a> Run<'a> {
     ) -> Vec<usize> {
         let all = self.env.index.documents();
         let mut near: Vec<usize> = Vec::new();
-        for hit in self.retrieve_embedded(cycle, query, vector, k, false) {
+        for hit in self.retrieve_embedded(cycle, Origin::Question, query, vector, k, false) {
             if let Some(d) = all.iter().position(|d| d.doc.id.0 == hit.doc_id) {
                 if !near.contains(&d) {
                     near.push(d);

@@ -6,6 +6,7 @@ use crate::answer::{Answer, Termination};
 use crate::event::{Event, Sink};
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::Origin;
 
 /// Single-shot retrieval-augmented answering: what walkrag's other strategies are measured
 /// against. `ranked` is the retrieval order.
@@ -45,7 +46,7 @@ impl Strategy for Single {
             let mut run = Run::new(self, question, env, sink);
             run.answer_model = self.answer_model.clone().map(|m| m.0);
             run.emit(Event::Cycle { cycle: 1 });
-            let hits = run.retrieve(1, question, self.k, false)?;
+            let hits = run.retrieve(1, Origin::Question, question, self.k, false)?;
             let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();
             if ids.is_empty() {
                 let answered = run.nothing_found();

@@ -146,6 +146,59 @@ pub struct Descriptor {
     pub cycle: usize,
     pub next_source: String,
     pub expected_info: String,
+    /// Who named it: the model, the user (a hint), or the walk's fallback (the question and
+    /// the facts found).
+    #[serde(default = "Origin::model")]
+    pub origin: Origin,
+}
+
+/// What a search was for: where the chunks a strategy read came from.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The question itself.
+    #[default]
+    Question,
+    /// A descriptor the model wrote (`nextSource`, `expectedInfo`), or a model's pick.
+    Model,
+    /// A hint from the user.
+    Hint,
+    /// The walk's own search with the question and the facts found, when the model named
+    /// nowhere to look.
+    Fallback,
+    /// Documents and sections named in the passages read (titles, headings, "Section 7.2").
+    Link,
+    /// Facts remembered from earlier questions (`--memory`).
+    Memory,
+}
+
+impl Origin {
+    /// Every origin, in the order reports list them.
+    pub const ALL: [Origin; 6] = [
+        Origin::Question,
+        Origin::Model,
+        Origin::Hint,
+        Origin::Fallback,
+        Origin::Link,
+        Origin::Memory,
+    ];
+
+    fn model() -> Self {
+        Origin::Model
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Question => "question",
+            Origin::Model => "model",
+            Origin::Hint => "hint",
+            Origin::Fallback => "fallback",
+            Origin::Link => "link",
+            Origin::Memory => "memory",
+        }
+    }
 }
 
 impl Descriptor {
@@ -163,7 +216,10 @@ impl Descriptor {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Retrieval {
     pub cycle: usize,
-    /// The text that was embedded.
+    /// What the search was for.
+    #[serde(default)]
+    pub origin: Origin,
+    /// The text that was embedded (for links and memory, what they are).
     pub query: String,
     pub k: usize,
     /// Best first.

@@ -25,7 +25,7 @@ use crate::reply::{self, Match};
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::support;
-use crate::trace::{Descriptor, Fact, RetrievedChunk, Step};
+use crate::trace::{Descriptor, Fact, Origin, RetrievedChunk, Step};
 
 /// The walker's settings.
 #[derive(Debug, Clone)]
@@ -73,6 +73,8 @@ pub struct Walk {
 
 /// The query recorded for chunks found by links.
 pub const LINKS_QUERY: &str = "named in the passages read (links)";
+/// The query recorded for the chunks of remembered facts.
+pub const MEMORY_QUERY: &str = "remembered from earlier questions (memory)";
 
 /// Most facts of one read step (the prompt asks for at most five).
 const READ_MAX_FACTS: usize = 5;
@@ -157,7 +159,14 @@ impl Walk {
         let mut hints_to_search: Vec<String> = hints_to_show.clone();
         let mut cycle = 1;
         run.emit(Event::Cycle { cycle });
-        let first = run.retrieve_embedded(cycle, question, &question_vector, self.k, true);
+        let first = run.retrieve_embedded(
+            cycle,
+            Origin::Question,
+            question,
+            &question_vector,
+            self.k,
+            true,
+        );
         let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
         // What each cycle read, in the order it was retrieved: the ranking interleaves them.
         // Remembered facts' chunks are what is known before the first cycle.
@@ -440,19 +449,20 @@ impl Walk {
         (linked, ms): (Vec<RetrievedChunk>, u64),
     ) -> Result<Vec<ChunkId>, StrategyError> {
         // Links first: they come from the passages themselves, a small model's descriptors
-        // often only restate the question.
+        // often only restate the question. Recorded first too: a chunk both find was found
+        // by the links, which needed no model call.
         let mut lists: Vec<Vec<ChunkId>> = vec![linked.iter().map(|h| h.chunk_id).collect()];
+        if !linked.is_empty() {
+            let what = LINKS_QUERY.to_string();
+            run.record_retrieval(cycle, Origin::Link, what, self.k, linked, ms);
+        }
         let mut seen_queries = HashSet::new();
         for d in descriptors.iter().take(self.max_descriptors) {
             let query = d.query();
             if seen_queries.insert(query.to_lowercase()) {
-                let hits = run.retrieve(cycle, &query, self.k, true)?;
+                let hits = run.retrieve(cycle, d.origin, &query, self.k, true)?;
                 lists.push(hits.iter().map(|h| h.chunk_id).collect());
             }
-        }
-        if !linked.is_empty() {
-            let from = LINKS_QUERY.to_string();
-            run.record_retrieval(cycle, from, self.k, linked, ms);
         }
         let mut merged = interleave(&lists);
         merged.truncate(self.k);
@@ -518,6 +528,7 @@ fn resolve(
             cycle,
             next_source,
             expected_info,
+            origin: Origin::Model,
         }),
         Item::Sufficient(flag) => Resolved::Sufficient(flag),
         Item::Skipped(text) => Resolved::Unread(text),
@@ -530,6 +541,7 @@ fn hint_descriptor(cycle: usize, hint: String) -> Descriptor {
         cycle,
         next_source: hint,
         expected_info: String::new(),
+        origin: Origin::Hint,
     }
 }
 
@@ -544,6 +556,7 @@ fn facts_descriptor(cycle: usize, question: &str, facts: &[Fact]) -> Option<Desc
         cycle,
         next_source: question.to_string(),
         expected_info: found.join(" "),
+        origin: Origin::Fallback,
     })
 }
 
@@ -597,6 +610,17 @@ fn recall(run: &mut Run<'_>, memory: &Memory, question: &[f32]) -> Vec<Fact> {
         })
         .collect();
     let chunks: Vec<ChunkId> = facts.iter().filter_map(|f| f.chunk_id).collect();
+    // The remembered facts' chunks, recorded as what memory found.
+    let index = run.env.index;
+    let hits: Vec<RetrievedChunk> = chunks
+        .iter()
+        .filter_map(|&id| index.row_of(id))
+        .map(|row| passages::retrieved(&index.chunk(row), 1.0, true))
+        .collect();
+    if !hits.is_empty() {
+        let k = hits.len();
+        run.record_retrieval(0, Origin::Memory, MEMORY_QUERY.into(), k, hits, 0);
+    }
     run.mark_read(&chunks);
     for fact in &facts {
         run.trace.steps.push(Step::Fact(fact.clone()));

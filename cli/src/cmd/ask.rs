@@ -15,7 +15,8 @@ use walkrag_walker::passages::describe;
 
 use super::ANSWERED_BY_ONE_MODEL;
 use walkrag_walker::{
-    by_name, Answer, AnswerModel, Control, CycleReport, Event, Memory, Options, Steer, Strategy,
+    by_name, Answer, AnswerModel, Control, CycleReport, Event, Memory, Options, Origin, Steer,
+    Strategy,
 };
 
 /// Ask a question of the indexed documents.
@@ -355,9 +356,18 @@ impl Human {
                 self.doing(format!("cycle {cycle}: searching"));
             }
             Event::Cycle { .. } => {}
-            Event::Retrieved { query, chunks, .. } => {
+            Event::Retrieved {
+                query,
+                chunks,
+                origin,
+                ..
+            } => {
                 self.say(|err| {
-                    let _ = writeln!(err, "searching: {query}");
+                    // Where the search came from, unless it is the question's own.
+                    let _ = match origin {
+                        Origin::Question => writeln!(err, "searching: {query}"),
+                        other => writeln!(err, "searching ({}): {query}", other.as_str()),
+                    };
                     for c in &chunks {
                         let mark = if c.new { ' ' } else { '·' };
                         let _ = writeln!(

@@ -6,7 +6,7 @@ use std::path::Path;
 use walkrag_core::ChatError;
 use walkrag_eval::{load_questions, runner, EvalError, NoProgress, ResultLine, Settings, Summary};
 use walkrag_walker::testing::{block_on, env, test_index, ScriptedChatModel, Turn};
-use walkrag_walker::{Single, Strategy};
+use walkrag_walker::{Origin, Single, Strategy};
 
 const QUESTIONS: &str = r#"{"id": "q1", "question": "Who is the mayor of Velmora?", "answer": "Ilsa Brandt", "answer_aliases": ["Mayor Brandt"], "supporting_ids": ["d1"]}
 {"id": "q2", "question": "Where was Ilsa Brandt born?", "answer": "Kessel", "answer_aliases": [], "supporting_ids": ["d2"]}
@@ -92,6 +92,22 @@ fn writes_scored_results_summary_report_and_chart() {
     let q1 = lines.iter().find(|l| l.id == "q1").unwrap();
     assert_eq!(q1.ranked_docs[0], "d1");
     assert_eq!(q1.metrics.recall_2, 1.0);
+    // single reads only what the question's search found.
+    for line in &lines {
+        assert_eq!(line.found_by.len(), 3, "{:?}", line.found_by);
+        assert!(line.found_by.values().all(|&o| o == Origin::Question));
+    }
+    let supporting: usize = lines
+        .iter()
+        .map(|l| {
+            l.supporting_found_by
+                .get(&Origin::Question)
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(supporting >= 1);
+    assert_eq!(single.supporting_found_by[&Origin::Question], supporting);
 
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

@@ -7,7 +7,7 @@ use walkrag_walker::memory::{Memory, MemoryError, MEMORY_FILE};
 use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, test_index, FakeWordEmbedder, ScriptedChatModel, Turn,
 };
-use walkrag_walker::{Event, Step, Strategy, Walk};
+use walkrag_walker::{Event, Origin, Step, Strategy, Walk};
 
 fn walk_with(memory: &Arc<Memory>) -> Walk {
     Walk {
@@ -101,7 +101,11 @@ fn a_follow_up_question_starts_from_the_facts_of_an_earlier_one() {
             _ => None,
         })
         .collect();
-    assert!(retrieved[0].hits.iter().all(|h| h.chunk_id != d1));
+    // The remembered chunk is recorded as memory's find; the question's search passes it over.
+    assert_eq!(retrieved[0].origin, Origin::Memory);
+    assert_eq!(retrieved[0].hits[0].chunk_id, d1);
+    assert_eq!(retrieved[1].origin, Origin::Question);
+    assert!(retrieved[1].hits.iter().all(|h| h.chunk_id != d1));
     assert!(
         second.ranked.contains(&d1),
         "the remembered chunk is evidence"

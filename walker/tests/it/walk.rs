@@ -8,7 +8,7 @@ use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
 };
 use walkrag_walker::{
-    html, Answer, Control, CycleReport, Event, Steer, Step, Strategy, Termination, Walk,
+    html, Answer, Control, CycleReport, Event, Origin, Steer, Step, Strategy, Termination, Walk,
 };
 
 const QUESTION: &str = "Velmora mayor: which town or village was the mayor born in?";
@@ -99,16 +99,36 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
             "fact"
         ]
     );
-    // Velmora's record names Ilsa Brandt, the title of d2: a link, followed too.
-    let Event::Retrieved { query, chunks, .. } = &events[6] else {
+    // Each search says what it was for.
+    let Event::Retrieved { origin, .. } = &events[1] else {
+        panic!()
+    };
+    assert_eq!(*origin, Origin::Question);
+    // Velmora's record names Ilsa Brandt, the title of d2: a link, followed too, and
+    // recorded first (it needed no model call).
+    let Event::Retrieved {
+        query,
+        chunks,
+        origin,
+        ..
+    } = &events[5]
+    else {
         panic!()
     };
     assert_eq!(query, walkrag_walker::LINKS_QUERY);
+    assert_eq!(*origin, Origin::Link);
     assert_eq!(chunks[0].chunk_id, d2);
     assert_eq!(chunks[0].linked_from, Some(d1));
-    let Event::Retrieved { query, chunks, .. } = &events[5] else {
+    let Event::Retrieved {
+        query,
+        chunks,
+        origin,
+        ..
+    } = &events[6]
+    else {
         panic!()
     };
+    assert_eq!(*origin, Origin::Model);
     assert_eq!(query, "Ilsa Brandt: where Ilsa Brandt was born");
     assert_eq!(chunks[0].chunk_id, d2);
     assert!(
