@@ -13,7 +13,7 @@ use crate::links::Links;
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::{Origin, Step};
-use crate::walk::{linked, rank, LINKS_QUERY};
+use crate::walk::{cited_first, linked, rank, LINKS_QUERY};
 
 /// Link following with no model call before the answer.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ impl Strategy for Linked {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_model = self.answer_model.clone().map(|m| m.0);
+            run.answer_with(&self.answer_model);
             let question_vector = run.env.embedder.embed_one(question)?;
             let mut cycle = 1;
             run.emit(Event::Cycle { cycle });
@@ -118,12 +118,7 @@ impl Strategy for Linked {
             let ranking = rank(&cycles_read, &[], run.read(), lead);
             let shown: Vec<ChunkId> = ranking.iter().copied().take(self.answer_passages).collect();
             let answered = run.answer(cycle, question, None, &shown).await?;
-            let mut ranked = answered.citations.clone();
-            for id in ranking {
-                if !ranked.contains(&id) {
-                    ranked.push(id);
-                }
-            }
+            let ranked = cited_first(&answered.citations, &ranking);
             Ok(run.finish(answered, ranked, termination, cycle))
         })
     }

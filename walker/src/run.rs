@@ -15,7 +15,7 @@ use crate::llm;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match, Reply};
-use crate::strategy::{Env, Strategy, StrategyError};
+use crate::strategy::{AnswerModel, Env, Strategy, StrategyError};
 use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
@@ -72,6 +72,11 @@ impl<'a> Run<'a> {
             control: Control::default(),
             answer_model: None,
         }
+    }
+
+    /// Sends the answer step to `model` where one is given (the strategy's `answer_model`).
+    pub fn answer_with(&mut self, model: &Option<AnswerModel>) {
+        self.answer_model = model.as_ref().map(|m| m.0.clone());
     }
 
     pub fn emit(&mut self, event: Event) {

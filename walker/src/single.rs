@@ -44,7 +44,7 @@ impl Strategy for Single {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_model = self.answer_model.clone().map(|m| m.0);
+            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let hits = run.retrieve(1, Origin::Question, question, self.k, false)?;
             let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();

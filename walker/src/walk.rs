@@ -146,7 +146,7 @@ impl Walk {
     ) -> Result<Answer, StrategyError> {
         let mut run = Run::new(self, question, env, sink);
         run.control = self.control.clone();
-        run.answer_model = self.answer_model.clone().map(|m| m.0);
+        run.answer_with(&self.answer_model);
         // Embedded once: the first search, the memory and the links' order all use it.
         let question_vector = run.env.embedder.embed_one(question)?;
         let mut facts: Vec<Fact> = match &self.memory {
@@ -280,12 +280,7 @@ impl Walk {
             run.answer(cycle, question, notes.as_deref(), &shown)
                 .await?
         };
-        let mut ranked: Vec<ChunkId> = answered.citations.clone();
-        for id in &ranking {
-            if !ranked.contains(id) {
-                ranked.push(*id);
-            }
-        }
+        let ranked = cited_first(&answered.citations, &ranking);
         if let Some(memory) = &self.memory {
             remember(&mut run, memory, question, &facts, cycle);
         }
@@ -691,6 +686,17 @@ pub(crate) fn linked(
         })
         .collect();
     (hits, started.elapsed().as_millis() as u64)
+}
+
+/// What an answer read, the chunks it cites first, then the rest of `ranking`.
+pub(crate) fn cited_first(citations: &[ChunkId], ranking: &[ChunkId]) -> Vec<ChunkId> {
+    let mut ranked = citations.to_vec();
+    for id in ranking {
+        if !ranked.contains(id) {
+            ranked.push(*id);
+        }
+    }
+    ranked
 }
 
 /// The lists merged by rank: every list's first, then every list's second, ..., each chunk
