@@ -159,7 +159,13 @@ impl PgStore {
             .client
             .lock()
             .await
-            .query_one("SELECT to_regclass('walkrag_manifest') IS NOT NULL", &[])
+            // Only the current schema's: a table of the same name further along the
+            // search_path (`public`) belongs to another index.
+            .query_one(
+                "SELECT current_schema() IS NOT NULL
+                     AND to_regclass(format('%I.walkrag_manifest', current_schema())) IS NOT NULL",
+                &[],
+            )
             .await
             .map_err(|e| self.fail(e))?
             .get(0);
@@ -221,16 +227,33 @@ impl PgStore {
 
     /// Drops the tables and creates them for `manifest`'s embedder.
     async fn create_tables(&self, manifest: &Manifest) -> Result<(), StoreError> {
+        let schema: Option<String> = self
+            .client
+            .lock()
+            .await
+            .query_one("SELECT quote_ident(current_schema())", &[])
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        let Some(schema) = schema else {
+            return Err(StoreError::Database {
+                location: self.location.clone(),
+                detail: "no schema to create the tables in: the search_path names none that exists"
+                    .into(),
+            });
+        };
         let dim = manifest.embedder.dim;
         let m = manifest.ann.m.clamp(2, 100);
         let ef_construction = manifest.ann.ef_construction.clamp(4, 1000).max(2 * m);
         let sql = format!(
-            "DROP TABLE IF EXISTS walkrag_chunks, walkrag_sections, walkrag_documents, walkrag_manifest;
+            "DROP TABLE IF EXISTS {schema}.walkrag_chunks, {schema}.walkrag_sections,
+                 {schema}.walkrag_documents, {schema}.walkrag_manifest;
+             DROP SEQUENCE IF EXISTS {schema}.walkrag_document_position;
              CREATE TABLE walkrag_manifest (
                  one boolean PRIMARY KEY DEFAULT true CHECK (one),
                  manifest json NOT NULL,
                  updated timestamptz NOT NULL DEFAULT now());
-             CREATE SEQUENCE IF NOT EXISTS walkrag_document_position;
+             CREATE SEQUENCE walkrag_document_position;
              CREATE TABLE walkrag_documents (
                  id text PRIMARY KEY,
                  position bigint NOT NULL DEFAULT nextval('walkrag_document_position'),
@@ -397,6 +420,9 @@ impl PgStore {
 
     /// Documents with their chunks: all of them (`None`) or those with the given ids.
     async fn load_documents(&self, ids: Option<&[String]>) -> Result<Vec<IndexedDoc>, StoreError> {
+        if self.manifest().await?.is_none() {
+            return Err(StoreError::NotFound(self.location.clone()));
+        }
         let all = ids.is_none();
         let ids: Vec<String> = ids.map(<[String]>::to_vec).unwrap_or_default();
         let rows = self
@@ -569,7 +595,7 @@ impl PgStore {
             replaced,
             mut to_embed,
         } = plan;
-        summary.search = "hnsw (pgvector)".into();
+        summary.search = "pgvector hnsw".into();
         if !changes_nothing || old.is_none() {
             progress.phase("writing");
             let gone: Vec<String> = removed.iter().map(|&k| stored[k].0.clone()).collect();

@@ -44,6 +44,19 @@ fn server() -> &'static str {
     })
 }
 
+/// Runs `statements` (one transaction) as the server's superuser.
+pub fn admin_sql(statements: &str) {
+    sql(server(), statements)
+}
+
+/// The server's URL for another user and database.
+pub fn url_as(user: &str, password: &str, database: &str) -> String {
+    let url = server();
+    let (_, rest) = url.split_once('@').expect("a URL with a user");
+    let (host, _) = rest.split_once('/').expect("a URL with a database");
+    format!("postgres://{user}:{password}@{host}/{database}")
+}
+
 /// Runs `statements` on the server at `url`.
 fn sql(url: &str, statements: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread()

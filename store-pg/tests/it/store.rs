@@ -10,7 +10,9 @@ use walkrag_engine::{
 };
 use walkrag_pgstore::PgStore;
 
-use crate::server::{embedder, folder, fresh_schema, password, CORPUS, NOTES, REPORT};
+use crate::server::{
+    admin_sql, embedder, folder, fresh_schema, password, url_as, CORPUS, NOTES, REPORT,
+};
 
 fn index(store: &dyn Store, paths: &[PathBuf]) -> Summary {
     store
@@ -319,4 +321,37 @@ fn two_writers_at_once_are_serialised_and_both_land() {
     assert_eq!(chunks, summaries.iter().map(|s| s.embedded).sum::<usize>());
     let top = &search(&pg, "the capital of Slovenia", 1, false)[0];
     assert_eq!(top.doc_id.0, "p2");
+}
+
+#[test]
+fn a_database_without_pgvector_says_how_to_get_it() {
+    // A user who may not create the extension, in a database that lacks it.
+    admin_sql("DROP DATABASE IF EXISTS walkrag_test_noext");
+    admin_sql("DROP ROLE IF EXISTS walkrag_test_plain");
+    admin_sql("CREATE ROLE walkrag_test_plain LOGIN PASSWORD 'plain-pw'");
+    admin_sql("CREATE DATABASE walkrag_test_noext OWNER walkrag_test_plain");
+    let url = url_as("walkrag_test_plain", "plain-pw", "walkrag_test_noext");
+    let (_dir, root) = folder(&[("report.md", REPORT)]);
+    let pg = PgStore::connect(&url).expect("connects");
+    let err = pg
+        .update(
+            std::slice::from_ref(&root),
+            embedder(),
+            "minilm",
+            &UpdateOptions::default(),
+            &Quiet,
+        )
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(err, StoreError::MissingExtension { .. }),
+        "{err:?}"
+    );
+    assert!(message.contains("CREATE EXTENSION vector"), "{message}");
+    assert!(message.contains("walkrag_test_plain:***@"), "{message}");
+    assert!(!message.contains("plain-pw"), "{message}");
+    assert!(
+        pg.embedder().expect("reads").is_none(),
+        "nothing was created"
+    );
 }
