@@ -3,7 +3,8 @@
 //! (scripts/test.sh sets it), else the server `scripts/postgres.sh start` starts or finds.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -49,6 +50,25 @@ fn fresh_schema(name: &str) -> String {
     });
     let separator = if base.contains('?') { '&' } else { '?' };
     format!("{base}{separator}options=-csearch_path%3D{name}%2Cpublic")
+}
+
+/// The first column of the first row of `query`, a count.
+fn count(url: &str, query: &str) -> i64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("the test server answers");
+        tokio::spawn(connection);
+        client
+            .query_one(query, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .get(0)
+    })
 }
 
 fn password(url: &str) -> &str {
@@ -155,4 +175,83 @@ fn index_search_outline_show_through_a_postgres_store() {
         stderr(&out)
     );
     assert!(!stderr(&out).contains("sekrit-pw"), "{}", stderr(&out));
+}
+
+/// Checks that every document is whole: at one version, with chunks, each chunk's text a
+/// part of its own document's text. Returns the documents at version two and in all.
+fn assert_documents_whole(url: &str) -> (i64, i64) {
+    let documents = count(url, "SELECT count(*) FROM walkrag_documents");
+    let two = count(
+        url,
+        "SELECT count(*) FROM walkrag_documents WHERE document->>'text' LIKE '%version two%'",
+    );
+    let one = count(
+        url,
+        "SELECT count(*) FROM walkrag_documents WHERE document->>'text' LIKE '%version one%'",
+    );
+    assert_eq!(one + two, documents, "a document at neither version");
+    let without_chunks = count(
+        url,
+        "SELECT count(*) FROM walkrag_documents d
+         WHERE NOT EXISTS (SELECT 1 FROM walkrag_chunks c WHERE c.doc_id = d.id)",
+    );
+    assert_eq!(without_chunks, 0, "a document without its chunks");
+    let foreign = count(
+        url,
+        "SELECT count(*) FROM walkrag_chunks c JOIN walkrag_documents d ON d.id = c.doc_id
+         WHERE strpos(d.document->>'text', c.text) = 0",
+    );
+    assert_eq!(foreign, 0, "a chunk of another version of its document");
+    (two, documents)
+}
+
+#[test]
+fn killing_the_indexer_leaves_every_document_at_one_version() {
+    let url = fresh_schema("walkrag_test_cli_kill");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("corpus.jsonl"), crate::corpus(20, "one")).unwrap();
+    let out = walkrag(dir, &["index", "corpus.jsonl", "--store", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Version two changes every record and adds more: a finished run writes 300 documents.
+    std::fs::write(dir.join("corpus.jsonl"), crate::corpus(300, "two")).unwrap();
+    let mut killed_while_writing = 0;
+    for round in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+            .args(["index", "corpus.jsonl", "--store", &url])
+            .current_dir(dir)
+            .env_remove("WALKRAG_STORE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill once this run has written some documents of version two (or after a while).
+        let before = assert_documents_whole(&url).0;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            let two = count(
+                &url,
+                "SELECT count(*) FROM walkrag_documents WHERE document->>'text' LIKE '%version two%'",
+            );
+            if two > before {
+                killed_while_writing += 1;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill(); // SIGKILL
+        child.wait().unwrap();
+        let (two, documents) = assert_documents_whole(&url);
+        let out = walkrag(dir, &["search", "lighthouse on the coast", "--store", &url]);
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+        if two == 300 && documents == 300 {
+            break;
+        }
+    }
+    // The killed writers' lock went with their connections: a run to the end completes.
+    let out = walkrag(dir, &["index", "corpus.jsonl", "--store", &url, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(assert_documents_whole(&url), (300, 300));
+    eprintln!("killed while writing: {killed_while_writing} time(s)");
 }
