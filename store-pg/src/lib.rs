@@ -810,12 +810,14 @@ impl Store for PgStore {
         progress: &dyn Progress,
     ) -> Result<Summary, StoreError> {
         let started = Instant::now();
-        self.block(self.ensure_extension())?;
         tracing::debug!("waiting for the writer lock of {}", self.location);
         // A session lock: held across the documents' transactions, released below or, if
-        // this process dies, with its connection.
+        // this process dies, with its connection. Two first writers would otherwise race to
+        // create the extension and the tables.
         self.block(self.exec("SELECT pg_advisory_lock($1)", &[&WRITER_LOCK]))?;
-        let result = self.update_locked(paths, embedder, embedder_spec, options, progress);
+        let result = self
+            .block(self.ensure_extension())
+            .and_then(|()| self.update_locked(paths, embedder, embedder_spec, options, progress));
         if let Err(e) = self.block(self.exec("SELECT pg_advisory_unlock($1)", &[&WRITER_LOCK])) {
             tracing::warn!("cannot release the writer lock: {e}");
         }

@@ -152,6 +152,24 @@ fn index_search_outline_show_through_a_postgres_store() {
     assert!(stderr(&out).contains("no document, section or chunk"));
     assert!(!stderr(&out).contains(&secret), "{}", stderr(&out));
 
+    // Neither `--help` nor debug logs show the URL's password.
+    let out = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .args(["search", "--help"])
+        .env("WALKRAG_STORE", &url)
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("--store <URL>"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains(&secret), "{}", stdout(&out));
+    let out = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .args(["index", "docs", "--store", &url, "--rebuild"])
+        .current_dir(dir)
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(":***@"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(&secret), "{}", stderr(&out));
+
     // An empty schema has no index yet; a server that is not there is named, password hidden.
     let empty = fresh_schema("walkrag_test_cli_empty");
     let out = walkrag(dir, &["search", "ferries", "--store", &empty]);
