@@ -116,9 +116,10 @@ start() {
     fi
     rm -f "$data.pw"
     port="$(free_port)"
+    # 9>&-: the server must not inherit (and so hold) this script's lock.
     if ! as_owner "$bin/pg_ctl" -D "$data/db" -l "$data/server.log" -w -t 30 start \
         -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$data" \
-        >/dev/null; then
+        >/dev/null 9>&-; then
         cat "$data/server.log" >&2 || true
         rm -rf "$data"
         die "the server did not start (log above)"
@@ -154,9 +155,16 @@ stop() {
     echo "postgres.sh: stopped" >&2
 }
 
+# One start or stop at a time (tests running in parallel may all ask for the server).
+lock() {
+    mkdir -p "$home"
+    exec 9>"$home/lock"
+    flock 9
+}
+
 case "${1:-}" in
-    start) start ;;
-    stop) stop ;;
+    start) lock && start ;;
+    stop) lock && stop ;;
     url)
         running || die "no server running; start one with scripts/postgres.sh start"
         echo "$url"

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -12,42 +13,64 @@ use crate::{stderr, stdout, walkrag};
 
 const REPORT: &str = "# Harbour Report\n\nThe harbour of Tallin handled more ships.\n\n## Traffic\n\nShip calls rose to 4,100.\n\n### Ferries\n\nFerries to Helsinki sailed every hour.\n\n## Finance\n\nProfit was 9 million euros.\n";
 
-/// The test server's URL.
+/// The test server's URL (asked for once per test binary).
 fn server() -> String {
-    if let Ok(url) = std::env::var("WALKRAG_TEST_POSTGRES") {
-        if !url.is_empty() {
-            return url;
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("WALKRAG_TEST_POSTGRES") {
+            if !url.is_empty() {
+                return url;
+            }
         }
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/postgres.sh");
-    let out = Command::new(script)
-        .arg("start")
-        .output()
-        .expect("scripts/postgres.sh runs");
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out).lines().last().expect("a URL").to_string()
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/postgres.sh");
+        let out = Command::new(script)
+            .arg("start")
+            .output()
+            .expect("scripts/postgres.sh runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).lines().last().expect("a URL").to_string()
+    })
+    .clone()
 }
 
-/// The URL of a new, empty schema `name` on the test server (pgvector installed in `public`).
-fn fresh_schema(name: &str) -> String {
-    let base = server();
+/// The server's URL with pgvector installed in `public`, once (two tests creating it at the
+/// same moment would collide).
+fn server_with_pgvector() -> String {
+    static READY: OnceLock<String> = OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let url = server();
+            sql(&url, "CREATE EXTENSION IF NOT EXISTS vector");
+            url
+        })
+        .clone()
+}
+
+/// Runs `statements` on the server at `url`.
+fn sql(url: &str, statements: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
             .expect("the test server answers");
         tokio::spawn(connection);
         client
-            .batch_execute(&format!(
-                "CREATE EXTENSION IF NOT EXISTS vector;
-                 DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"
-            ))
+            .batch_execute(statements)
             .await
-            .expect("a fresh schema");
+            .unwrap_or_else(|e| panic!("{statements}: {e}"));
     });
+}
+
+/// The URL of a new, empty schema `name` on the test server (pgvector installed in `public`).
+fn fresh_schema(name: &str) -> String {
+    let base = server_with_pgvector();
+    sql(
+        &base,
+        &format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"),
+    );
     let separator = if base.contains('?') { '&' } else { '?' };
     format!("{base}{separator}options=-csearch_path%3D{name}%2Cpublic")
 }
