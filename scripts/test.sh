@@ -4,7 +4,18 @@
 #
 # Tests read the shared goldens and data sets from ../shared beside the repository; set
 # WALKRAG_GOLDEN / WALKRAG_DATA to point elsewhere.
+#
+# The Postgres store's tests run against a real server: WALKRAG_TEST_POSTGRES if set, else a
+# throwaway one from scripts/postgres.sh, stopped afterwards (also when a test fails) unless
+# it was already running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-models.sh minilm smollm2-135m qwen2.5-coder-0.5b
+if [[ -z "${WALKRAG_TEST_POSTGRES:-}" ]]; then
+    if ! scripts/postgres.sh url >/dev/null 2>&1; then
+        trap 'scripts/postgres.sh stop' EXIT
+    fi
+    WALKRAG_TEST_POSTGRES="$(scripts/postgres.sh start)"
+    export WALKRAG_TEST_POSTGRES
+fi
 cargo test --workspace --all-targets

@@ -19,23 +19,21 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use walkrag_core::{EmbedError, Embedder};
 
 use crate::ann::{self, AnnParams, Graph};
-use crate::chunk::{self, Chunk, ChunkSpec};
+use crate::chunk::{Chunk, ChunkSpec};
 use crate::document::Document;
 use crate::ids::{ChunkId, DocId, SectionId};
-use crate::ingest::{self, SkipReason, Skipped};
+use crate::ingest::{SkipReason, Skipped};
 use crate::markdown::Section;
+use crate::plan::{self, Known, Plan, Reuse};
 
 /// The version of the layout above; an index of another version is refused with advice.
 pub const FORMAT_VERSION: u32 = 1;
 const FORMAT_NAME: &str = "walkrag-index";
 const GRAPH_BASENAME: &str = "graph";
-/// Chunks embedded per call, so progress moves and memory stays bounded.
-const EMBED_BATCH: usize = 256;
 
 /// Why an index could not be opened, searched or written.
 #[derive(Debug, thiserror::Error)]
@@ -552,116 +550,42 @@ pub fn update(
         .as_ref()
         .is_some_and(|o| o.manifest.chunking == chunking);
 
-    let mut summary = Summary::default();
-    let found = ingest::discover(paths);
-    summary.files = found.files.len();
-    summary.other_files = found.other_files;
-    for s in &found.skipped {
-        progress.skipped(s);
-    }
-    summary.skipped = found.skipped;
-
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let reads: Vec<(String, ingest::FileRead)> = found
-        .files
-        .par_iter()
-        .map(|path| {
-            let read = ingest::read_file(path);
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress.read(n, summary.files);
-            (ingest::path_name(path), read)
+    let known: Vec<Known<'_>> = old
+        .iter()
+        .flat_map(|old| &old.docs)
+        .map(|indexed| Known {
+            id: &indexed.doc.id.0,
+            source: &indexed.doc.source,
+            hash: &indexed.doc.hash,
         })
         .collect();
-
-    // Gather this run's documents; a file that failed as a whole keeps its old documents.
-    let mut failed_sources: HashSet<String> = HashSet::new();
-    let mut fresh: Vec<Document> = Vec::new();
-    let mut taken: HashMap<DocId, String> = HashMap::new();
-    for (source, read) in reads {
-        if read.failed {
-            failed_sources.insert(source);
-        }
-        for s in &read.skipped {
-            progress.skipped(s);
-        }
-        summary.skipped.extend(read.skipped);
-        for doc in read.documents {
-            if let Some(first) = taken.get(&doc.id) {
-                let s = Skipped {
-                    path: doc.source.clone(),
-                    line: None,
-                    reason: SkipReason::DuplicateId,
-                    detail: format!("document id {:?} was already read from {first}", doc.id.0),
-                };
-                progress.skipped(&s);
-                summary.skipped.push(s);
-                continue;
-            }
-            taken.insert(doc.id.clone(), doc.source.clone());
-            fresh.push(doc);
-        }
-    }
-
-    let scopes: Vec<String> = paths.iter().map(|p| ingest::path_name(p)).collect();
-    let in_scope = |source: &str| {
-        scopes.iter().any(|scope| {
-            let scope = scope.trim_end_matches('/');
-            scope.is_empty()
-                || scope == "."
-                || source == scope
-                || source.starts_with(&format!("{scope}/"))
-        })
-    };
+    let Plan {
+        mut summary,
+        reuse,
+        mut to_embed,
+        ..
+    } = plan::plan(paths, &known, same_chunking, progress);
+    drop(known);
 
     // Final document list: kept old documents first (they keep their section ids), then this
     // run's documents, reused where unchanged.
-    let mut reused: Vec<(IndexedDoc, Vec<f32>)> = Vec::new();
-    let mut old_by_id: HashMap<&str, usize> = HashMap::new();
-    if let Some(old) = &old {
-        for (d, indexed) in old.docs.iter().enumerate() {
-            old_by_id.insert(indexed.doc.id.0.as_str(), d);
-        }
-    }
     let old_vectors = |old: &Index, d: usize| -> Vec<f32> {
         let dim = old.manifest.embedder.dim;
         let first = old.rows.partition_point(|&(doc, _)| (doc as usize) < d);
         old.vectors[first * dim..(first + old.docs[d].chunks.len()) * dim].to_vec()
     };
+    let mut reused: Vec<(IndexedDoc, Vec<f32>)> = Vec::with_capacity(reuse.len());
     if let Some(old) = &old {
-        for (d, indexed) in old.docs.iter().enumerate() {
-            let source = indexed.doc.source.as_str();
-            let keep = !taken.contains_key(&indexed.doc.id)
-                && (!in_scope(source) || failed_sources.contains(source));
-            if keep {
-                if in_scope(source) {
-                    summary.kept_after_error += 1;
+        for r in reuse {
+            match r {
+                Reuse::Keep { known: d } => {
+                    reused.push((old.docs[d].clone(), old_vectors(old, d)));
                 }
-                reused.push((indexed.clone(), old_vectors(old, d)));
-            } else if !taken.contains_key(&indexed.doc.id) {
-                summary.removed += 1;
-            }
-        }
-    }
-    let mut to_embed: Vec<Document> = Vec::new();
-    for doc in fresh {
-        let previous = old
-            .as_ref()
-            .and_then(|old| old_by_id.get(doc.id.0.as_str()).map(|&d| (old, d)));
-        match previous {
-            Some((old, d)) if same_chunking && old.docs[d].doc.hash == doc.hash => {
-                summary.unchanged += 1;
-                let mut indexed = old.docs[d].clone();
-                // Same content; the file may have moved between sources of the same id.
-                indexed.doc.source = doc.source;
-                reused.push((indexed, old_vectors(old, d)));
-            }
-            Some(_) => {
-                summary.changed += 1;
-                to_embed.push(doc);
-            }
-            None => {
-                summary.added += 1;
-                to_embed.push(doc);
+                Reuse::Unchanged { known: d, source } => {
+                    let mut indexed = old.docs[d].clone();
+                    indexed.doc.source = source;
+                    reused.push((indexed, old_vectors(old, d)));
+                }
             }
         }
     }
@@ -680,63 +604,30 @@ pub fn update(
     drop(old);
 
     // Section ids must be unique in the whole index: a colliding new section is salted.
-    let mut used: HashSet<SectionId> = HashSet::new();
-    for (indexed, _) in &reused {
-        used.extend(indexed.doc.sections.iter().map(|s| s.id));
-    }
-    for doc in &mut to_embed {
-        for section in &mut doc.sections {
-            let mut salt = 0;
-            while !used.insert(section.id) {
-                salt += 1;
-                tracing::warn!(
-                    "section id {} of {} collides with another section; using a salted id",
-                    section.id,
-                    doc.id
-                );
-                section.id = SectionId::salted(&doc.id, &section.path, salt);
-            }
-        }
-    }
+    let used: HashSet<SectionId> = reused
+        .iter()
+        .flat_map(|(indexed, _)| indexed.doc.sections.iter().map(|s| s.id))
+        .collect();
+    plan::salt_section_ids(&mut to_embed, used);
 
     // Chunk in parallel, embed in batches.
-    progress.phase("chunking");
-    let chunked: Vec<Vec<(Chunk, usize)>> = to_embed
-        .par_iter()
-        .map(|doc| chunk::chunk_document(doc, embedder, &chunking))
-        .collect::<Result<_, _>>()?;
-    let texts: Vec<String> = to_embed
-        .iter()
-        .zip(&chunked)
-        .flat_map(|(doc, chunks)| {
-            chunks
-                .iter()
-                .map(move |(c, head)| chunk::embedding_text(doc, c, *head))
-        })
-        .collect();
-    let embed_started = Instant::now();
     let dim = embedder.dim();
-    let mut new_vectors: Vec<f32> = Vec::with_capacity(texts.len() * dim);
-    progress.embedded(0, texts.len());
-    for batch in texts.chunks(EMBED_BATCH) {
-        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
-        new_vectors.extend_from_slice(embedder.embed(&refs)?.as_slice());
-        progress.embedded(new_vectors.len() / dim, texts.len());
-    }
-    summary.embedded = texts.len();
-    summary.embed_seconds = embed_started.elapsed().as_secs_f64();
-
     let mut docs: Vec<IndexedDoc> = Vec::with_capacity(reused.len() + to_embed.len());
     let mut vectors: Vec<f32> = Vec::new();
     for (indexed, v) in reused {
         docs.push(indexed);
         vectors.extend_from_slice(&v);
     }
-    vectors.extend_from_slice(&new_vectors);
-    for (doc, chunks) in to_embed.into_iter().zip(chunked) {
-        let chunks = chunks.into_iter().map(|(c, _)| c).collect();
-        docs.push(IndexedDoc { doc, chunks });
-    }
+    let (embed_seconds, embedded) =
+        plan::embed_documents(to_embed, embedder, &chunking, progress, |ready| {
+            for (indexed, v) in ready {
+                docs.push(indexed);
+                vectors.extend_from_slice(&v);
+            }
+            Ok::<(), IndexError>(())
+        })?;
+    summary.embedded = embedded;
+    summary.embed_seconds = embed_seconds;
     let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
 
     let graph = (chunks >= options.ann.exact_below.max(1)).then(|| {

@@ -8,6 +8,8 @@
 //! - [`ann`] searches vectors exactly or through an HNSW graph.
 //! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
 //!   searches it.
+//! - [`plan`] decides what an update re-embeds (by content hash) and embeds it, for every store.
+//! - [`store`] is the interface both index stores implement: the folder index and Postgres.
 //! - [`jsonl_file`] reads back the JSON Lines files kept beside an index or a run.
 //! - [`lexical`] scores short texts by their words (BM25) and fuses rankings.
 //! - [`outline`] renders the abridged outline with section ids.
@@ -23,13 +25,16 @@ pub mod jsonl_file;
 pub mod lexical;
 pub mod markdown;
 pub mod outline;
+pub mod plan;
+pub mod store;
 
 pub use ann::AnnParams;
 pub use chunk::{Chunk, ChunkSpec};
 pub use document::{Document, Format};
 pub use ids::{ChunkId, DocId, SectionId};
 pub use index::{
-    read_manifest, update, ChunkRef, Hit, Index, IndexError, IndexedDoc, Item, Keep, Manifest,
-    Progress, Quiet, SearchOptions, Summary, UpdateOptions,
+    read_manifest, update, ChunkRef, EmbedderInfo, Hit, Index, IndexError, IndexedDoc, Item, Keep,
+    Manifest, Progress, Quiet, SearchOptions, Summary, UpdateOptions, FORMAT_VERSION,
 };
 pub use ingest::{SkipReason, Skipped};
+pub use store::{FolderStore, Passage, Resolved, Store, StoreError, StoreSearch};

@@ -25,6 +25,11 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 /// The index is written crash-safely: until the new version is complete, the previous one
 /// stays in place and usable, whatever happens to this process.
 ///
+/// With --store postgres://USER:PASSWORD@HOST:PORT/DB (or WALKRAG_STORE), the index goes to
+/// a PostgreSQL database with pgvector instead of a folder, for several processes to share:
+/// the same incremental rules, each document replaced in one transaction, one writer at a
+/// time (see docs/store.md). OpenAPI specs, --toc and --examples need a folder index for now.
+///
 /// An OpenAPI 3.0/3.1 spec (a .yaml, .yml or .json file named as a PATH, recognised by its
 /// `openapi` field) is indexed as one record per operation, for `ask --strategy actions`:
 /// the records are written to INDEX/actions/ as a JSON Lines corpus and indexed from
@@ -52,6 +57,7 @@ use walkrag_walker::contents::{ContentsFile, Generator};
 ///   walkrag index petstore.yaml --examples --examples-model local:qwen2.5-coder-1.5b
 ///   walkrag index petstore.yaml --examples-from past-requests.jsonl
 ///   walkrag index notes.txt scan.pdf --toc --toc-model local:qwen2.5-coder-0.5b
+///   walkrag index docs/ --store postgres://walkrag:PASSWORD@127.0.0.1:5432/walkrag
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -61,6 +67,8 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: super::query::StoreArg,
     /// Embedding model: `minilm`, a sentence-transformers folder, or a hub id [default: the
     /// index's own, else minilm].
     #[arg(long)]
@@ -180,7 +188,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.ef_construction >= args.m,
         "--ef-construction must be at least --m"
     );
-    let spec = embedder_spec(&args.index, args.embedder.as_deref());
+    let store = super::query::open_store(&args.index, &args.store)?;
+    let in_database = args.store.url.is_some();
+    let spec = args
+        .embedder
+        .clone()
+        .or_else(|| store.embedder().ok().flatten().map(|e| e.spec))
+        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
     let embedder = SentenceEmbedder::load(&spec)?;
     let mut chunking = ChunkSpec::for_embedder(&embedder);
     if let Some(tokens) = args.chunk_tokens {
@@ -207,6 +221,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     let mut specs = specs_among(&args.paths)?;
+    if in_database {
+        ensure!(
+            specs.is_empty() && !args.toc && !args.examples && args.examples_from.is_empty(),
+            "OpenAPI specs, --toc and --examples need a folder index (--index) for now"
+        );
+    }
     if !args.examples_from.is_empty() {
         give_examples(&args.index, &specs, &args.examples_from)?;
     }
@@ -215,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let paths = specs_as_records(&args.index, &args.paths, &mut specs)?;
     let bars = Bars::new();
-    let summary = walkrag_engine::update(&args.index, &paths, &embedder, &spec, &options, &bars);
+    let summary = store.update(&paths, &embedder, &spec, &options, &bars);
     bars.clear();
     let summary = summary?;
 
@@ -229,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         println!(
             "{verb} {}: {} documents, {} chunks ({} search) in {:.1} s",
-            args.index.display(),
+            store.location(),
             summary.documents,
             summary.chunks,
             summary.search,

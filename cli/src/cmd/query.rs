@@ -7,8 +7,52 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use walkrag_embed::{Embedder, SentenceEmbedder};
 use walkrag_engine::outline::{self, snippet};
-use walkrag_engine::{ChunkRef, Index, IndexedDoc, Item, SearchOptions};
+use walkrag_engine::{FolderStore, Index, IndexedDoc, Item, Passage, Resolved, Store, StoreSearch};
+use walkrag_pgstore::PgStore;
 use walkrag_walker::output::{SearchHit, Shown};
+
+/// `--store`: where the index lives when it is not a folder.
+#[derive(clap::Args, Clone, Default)]
+pub struct StoreArg {
+    /// The index in a PostgreSQL database with pgvector instead of the --index folder:
+    /// postgres://USER:PASSWORD@HOST:PORT/DB (see docs/store.md).
+    #[arg(
+        long = "store",
+        env = "WALKRAG_STORE",
+        value_name = "URL",
+        hide_env_values = true,
+        conflicts_with = "index"
+    )]
+    pub url: Option<String>,
+}
+
+/// The store `--store` names, else the folder index `dir`.
+pub fn open_store(dir: &Path, store: &StoreArg) -> anyhow::Result<Box<dyn Store>> {
+    match store.url.as_deref() {
+        None => Ok(Box::new(FolderStore::new(dir))),
+        Some(url) if walkrag_pgstore::is_postgres_url(url) => Ok(Box::new(PgStore::connect(url)?)),
+        Some(other) => bail!(
+            "--store takes a postgres:// URL, not {:?}; a folder index is chosen with --index",
+            walkrag_pgstore::redact(other)
+        ),
+    }
+}
+
+/// Opens `store` with the embedder it was built with (or `spec`, if it matches).
+pub fn store_with_embedder(
+    store: &dyn Store,
+    spec: Option<&str>,
+) -> anyhow::Result<SentenceEmbedder> {
+    let built = match store.embedder()? {
+        Some(built) => built,
+        None => return Err(store.not_found().into()),
+    };
+    let spec = spec.unwrap_or(&built.spec).to_string();
+    let embedder = SentenceEmbedder::load(&spec)
+        .with_context(|| format!("cannot load the embedder {spec:?} this index was built with"))?;
+    store.check_embedder(&embedder)?;
+    Ok(embedder)
+}
 
 /// Opens the index in `dir` and the embedder it was built with (or `spec`, if it matches).
 pub fn open_with_embedder(
@@ -35,6 +79,8 @@ pub struct SearchArgs {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: StoreArg,
     /// Number of chunks.
     #[arg(short, default_value_t = 10)]
     k: usize,
@@ -53,19 +99,28 @@ pub struct SearchArgs {
 }
 
 pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let (index, embedder) = open_with_embedder(&args.index, args.embedder.as_deref())?;
+    let store = open_store(&args.index, &args.store)?;
+    let embedder = store_with_embedder(store.as_ref(), args.embedder.as_deref())?;
     let query = embedder.embed_one(&args.query)?;
-    let options = SearchOptions {
+    let options = StoreSearch {
         ef_search: args.ef_search,
         exact: args.exact,
-        keep: None,
     };
-    let hits = index.search_with(&query, args.k, &options);
+    let hits = store.search(&query, args.k, &options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for (i, hit) in hits.iter().enumerate() {
-        let c = index.chunk(hit.row);
+    for (i, p) in hits.iter().enumerate() {
         if args.json {
-            let line = SearchHit::new(&index, i + 1, hit);
+            let line = SearchHit {
+                rank: i + 1,
+                score: p.score,
+                chunk_id: p.chunk_id.to_string(),
+                doc_id: &p.doc_id.0,
+                title: &p.title,
+                section_id: p.section_id().to_string(),
+                section_path: &p.section_path,
+                text: &p.text,
+                page: p.page,
+            };
             serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
         } else {
@@ -73,11 +128,11 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 out,
                 "{:>2}. {:.3}  [{}] {}",
                 i + 1,
-                hit.score,
-                c.id(),
-                location(&c)
+                p.score,
+                p.chunk_id,
+                location(p)
             )?;
-            writeln!(out, "    {}", snippet(c.text(), 200))?;
+            writeln!(out, "    {}", snippet(&p.text, 200))?;
         }
     }
     out.flush()?;
@@ -89,13 +144,13 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `doc › Section › Sub (p. 3)`.
-fn location(c: &ChunkRef<'_>) -> String {
-    let mut text = c.doc.id.0.clone();
-    for heading in &c.section().path {
+fn location(p: &Passage) -> String {
+    let mut text = p.doc_id.0.clone();
+    for heading in &p.section_path {
         text.push_str(" › ");
         text.push_str(heading);
     }
-    if let Some(page) = c.chunk.page {
+    if let Some(page) = p.page {
         text.push_str(&format!(" (p. {page})"));
     }
     text
@@ -114,25 +169,30 @@ pub struct OutlineArgs {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: StoreArg,
     /// One JSON object per document.
     #[arg(long)]
     json: bool,
 }
 
 pub fn outline(args: OutlineArgs) -> anyhow::Result<ExitCode> {
-    let index = Index::open(&args.index)?;
-    let docs: Vec<&IndexedDoc> = match &args.doc_id {
-        Some(id) => match index.resolve(id) {
-            Some(Item::Document(doc)) => vec![doc],
+    let store = open_store(&args.index, &args.store)?;
+    if store.embedder()?.is_none() {
+        return Err(store.not_found().into());
+    }
+    let docs: Vec<IndexedDoc> = match &args.doc_id {
+        Some(id) => match store.resolve(id)? {
+            Some(Resolved::Document(doc)) => vec![doc],
             _ => bail!(
                 "no document {id:?} in {}; `walkrag outline` lists them all",
-                args.index.display()
+                store.location()
             ),
         },
-        None => index.documents().iter().collect(),
+        None => store.documents()?,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for doc in docs {
+    for doc in &docs {
         let o = outline::outline(&doc.doc);
         if args.json {
             serde_json::to_writer(&mut out, &o)?;
@@ -157,21 +217,26 @@ pub struct ShowArgs {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: StoreArg,
     /// One JSON object.
     #[arg(long)]
     json: bool,
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let index = Index::open(&args.index)?;
-    let Some(item) = index.resolve(args.id.trim()) else {
+    let store = open_store(&args.index, &args.store)?;
+    if store.embedder()?.is_none() {
+        return Err(store.not_found().into());
+    }
+    let Some(resolved) = store.resolve(args.id.trim())? else {
         bail!(
             "no document, section or chunk {:?} in {}; ids come from `walkrag outline` and `walkrag search`",
             args.id,
-            args.index.display()
+            store.location()
         );
     };
-    let shown = Shown::of(item);
+    let shown = shown(&resolved);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         serde_json::to_writer(&mut out, &shown)?;
@@ -195,4 +260,28 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `show` prints of a resolved id.
+fn shown(resolved: &Resolved) -> Shown<'_> {
+    match resolved {
+        Resolved::Document(doc) => Shown::of(Item::Document(doc)),
+        Resolved::Section { doc, section } => Shown::of(Item::Section {
+            doc,
+            section: *section,
+        }),
+        Resolved::Chunk { doc, chunk } => {
+            let c = &doc.chunks[*chunk];
+            Shown {
+                kind: "chunk",
+                id: c.id(&doc.doc).to_string(),
+                doc_id: &doc.doc.id.0,
+                title: &doc.doc.title,
+                section_path: &doc.doc.sections[c.section as usize].path,
+                page: c.page,
+                range: [c.range.start, c.range.end],
+                text: &doc.doc.text[c.range.clone()],
+            }
+        }
+    }
 }

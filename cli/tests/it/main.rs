@@ -6,6 +6,7 @@ mod crash;
 mod docs;
 mod index;
 mod serve;
+mod store;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -16,6 +17,7 @@ pub fn walkrag(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(dir)
         .env("RUST_LOG", "warn")
+        .env_remove("WALKRAG_STORE")
         .output()
         .expect("walkrag runs")
 }
