@@ -54,11 +54,16 @@ pub const NEXT_SOURCE_CHARS: usize = 60;
 pub const EXPECTED_INFO_CHARS: usize = 100;
 
 /// walk's read step: JSON Lines of up to `max_facts` facts whose `source` is one of the
-/// `shown` chunk ids, then either `{"sufficient": true}` (after at least one fact: nothing
-/// found cannot suffice), or 1 to `max_searches` search objects (`nextSource`,
-/// `expectedInfo`) and `{"sufficient": false}`: a reply that says the facts do not suffice
-/// always says where to look next.
-pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Constraint {
+/// `shown` chunk ids, then either `{"sufficient": true}` (only where `may_suffice`, and after
+/// at least one fact: nothing found cannot suffice), or 1 to `max_searches` search objects
+/// (`nextSource`, `expectedInfo`) and `{"sufficient": false}`: a reply that does not end the
+/// walk always says where to look next.
+pub fn read_step(
+    shown: &[String],
+    max_facts: usize,
+    max_searches: usize,
+    may_suffice: bool,
+) -> Constraint {
     let fact = object(&[
         ("fact", text(FACT_CHARS)),
         ("relevance", text(RELEVANCE_CHARS)),
@@ -71,13 +76,15 @@ pub fn read_step(shown: &[String], max_facts: usize, max_searches: usize) -> Con
     // The verdicts are JSON too: a string terminal beside `%json` rules left the JSON
     // alternatives unreachable (llguidance forced `{"sufficient": true}` from the first token).
     let verdict = |value: bool| object(&[("sufficient", json!({ "const": value }))]);
+    let searching =
+        format!(r#"(fact "\n"){{0,{max_facts}}} (search "\n"){{1,{max_searches}}} not_yet"#);
+    let start = if may_suffice {
+        format!(r#"(fact "\n"){{1,{max_facts}}} done | {searching}"#)
+    } else {
+        searching
+    };
     Constraint::Lark(format!(
-        r#"start: (fact "\n"){{1,{max_facts}}} done | (fact "\n"){{0,{max_facts}}} (search "\n"){{1,{max_searches}}} not_yet
-fact: {fact}
-search: {search}
-done: {done}
-not_yet: {not_yet}
-"#,
+        "start: {start}\nfact: {fact}\nsearch: {search}\ndone: {done}\nnot_yet: {not_yet}\n",
         fact = lark_json(fact),
         search = lark_json(search),
         done = lark_json(verdict(true)),
@@ -194,7 +201,7 @@ mod tests {
     #[test]
     fn the_read_step_names_the_shown_ids_and_demands_a_search_unless_sufficient() {
         let Constraint::Lark(grammar) =
-            read_step(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()], 5, 3)
+            read_step(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()], 5, 3, true)
         else {
             panic!("a Lark grammar");
         };
@@ -212,6 +219,20 @@ mod tests {
             r#"not_yet: %json {"type":"object","properties":{"sufficient":{"const":false}}"#
         ));
         assert!(grammar.contains(r#""whitespace_flexible":false"#));
+    }
+
+    #[test]
+    fn a_first_read_must_say_where_to_look_next() {
+        let Constraint::Lark(grammar) = read_step(&["3fa9c2d1.0".into()], 5, 3, false) else {
+            panic!("a Lark grammar");
+        };
+        assert!(
+            grammar.starts_with(
+                r#"start: (fact "\n"){0,5} (search "\n"){1,3} not_yet
+fact: "#
+            ),
+            "{grammar}"
+        );
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub struct Options {
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
     pub constrain_read: bool,
+    /// `walk`: read cycles before the model's verdict may end it (see
+    /// [`crate::Walk::min_cycles`]).
+    pub min_cycles: Option<usize>,
     /// The model of the answer step (`walk`, `single`, `links`); `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
 }
@@ -162,6 +165,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
             walk.constrain_read = options.constrain_read;
+            if let Some(n) = options.min_cycles {
+                walk.min_cycles = n;
+            }
             walk.answer_model = options.answer_model.clone();
             Ok(Box::new(walk))
         }

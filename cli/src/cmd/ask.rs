@@ -131,6 +131,10 @@ pub struct Args {
     /// docs/constrained-decoding.md says why).
     #[arg(long)]
     constrain_read: bool,
+    /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
+    /// (with --constrain-read, every read before the Nth must name where to look next).
+    #[arg(long, value_name = "N")]
+    min_cycles: Option<usize>,
     #[command(flatten)]
     actions: super::actions::ActionFlags,
 }
@@ -166,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         constrain_read: args.constrain_read,
+        min_cycles: args.min_cycles,
         answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
             .map(AnswerModel),
     };
@@ -180,6 +185,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.max_cycles == Some(0) {
         bail!("--max-cycles must be at least 1");
+    }
+    if args.min_cycles == Some(0) {
+        bail!("--min-cycles must be at least 1");
     }
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;

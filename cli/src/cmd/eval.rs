@@ -180,6 +180,10 @@ pub struct Args {
     /// unless the facts suffice); off by default, see docs/constrained-decoding.md.
     #[arg(long)]
     constrain_read: bool,
+    /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
+    /// (with --constrain-read, every read before the Nth must name where to look next).
+    #[arg(long, value_name = "N")]
+    min_cycles: Option<usize>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -188,6 +192,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ensure!(
         args.max_cycles != Some(0),
         "--max-cycles must be at least 1"
+    );
+    ensure!(
+        args.min_cycles != Some(0),
+        "--min-cycles must be at least 1"
     );
     if let Some(spec) = args.spec.clone() {
         return run_actions(&args, &spec);
@@ -215,6 +223,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?
             .map(|reader| unconstrained(reader, args.unconstrained)),
         constrain_read: args.constrain_read,
+        min_cycles: args.min_cycles,
         ..Options::default()
     };
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();

@@ -343,7 +343,9 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
 #[test]
 fn the_read_step_grammar_leaves_every_line_kind_open() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
-    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3);
+    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3, true);
+    // A first read (may not suffice): after a fact, another fact or a search, never the verdict.
+    let first_read = walkrag_walker::constrain::read_step(&shown, 5, 3, false);
     for name in MODELS {
         let m = model(name);
         let tokenizer = m.tokenizer();
@@ -373,6 +375,16 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
                 "{name}: {key} cannot start a line"
             );
         }
+        let mut searching = m.grammars().unwrap().matcher(&first_read).unwrap();
+        searching.consume_tokens(&open).unwrap();
+        searching.consume_tokens(&ids).unwrap();
+        searching.consume_tokens(&open).unwrap();
+        let mask = searching.compute_mask().unwrap();
+        assert!(mask.is_allowed(first("fact")) && mask.is_allowed(first("nextSource")));
+        assert!(
+            !mask.is_allowed(first("sufficient")),
+            "{name}: a first read may not suffice"
+        );
         let unknown = tokenizer
             .encode("{\"fact\": \"x\", \"relevance\": \"y\", \"source\": \"0badcafe.9\"}")
             .unwrap();

@@ -288,6 +288,45 @@ fn sufficient_after_a_trusted_fact_ends_the_walk() {
     assert_eq!(answer.cycles, 1);
 }
 
+/// With `min_cycles` 2 the first read's "the facts suffice" does not end the walk: the
+/// second hop is looked for, and the second read's verdict ends it.
+#[test]
+fn a_first_read_does_not_end_the_walk_with_two_cycles_at_least() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let sufficient = format!(
+        "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}\n{{\"sufficient\": true}}"
+    );
+    let (answer, events, model) = run(
+        &Walk {
+            constrain_read: true,
+            min_cycles: 2,
+            ..walk(4)
+        },
+        vec![
+            reply(sufficient),
+            reply("{\"sufficient\": true}".into()),
+            reply("Answer: Ilsa Brandt".into()),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::Sufficient);
+    assert_eq!(answer.cycles, 2);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Note { message } if message.contains("reads at least 2 cycles")
+    )));
+    // Held to the grammar, the first read could not have said so: it must name a search.
+    let requests = model.requests.lock().unwrap();
+    let Some(walkrag_core::Constraint::Lark(first)) = &requests[0].constraint else {
+        panic!("the first read is constrained");
+    };
+    assert!(!first.contains("done |"), "{first}");
+    let Some(walkrag_core::Constraint::Lark(second)) = &requests[1].constraint else {
+        panic!("the second read is constrained");
+    };
+    assert!(second.contains("done |"), "{second}");
+}
+
 #[test]
 fn nothing_new_ends_the_walk() {
     // Six records, three read per cycle: the third search finds nothing unread.
@@ -686,7 +725,7 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
             _ => None,
         })
         .unwrap();
-    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3) else {
+    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3, true) else {
         unreachable!()
     };
     for id in &shown {
