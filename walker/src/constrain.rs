@@ -8,22 +8,6 @@ use walkrag_core::Constraint;
 
 use crate::filters::{self, Field, Kind};
 
-/// How JSON inside a Lark grammar is laid out: one line, with the spaces models see in
-/// their training data. llguidance reads it from the schema's `x-guidance` key.
-fn one_line(mut schema: Value) -> Value {
-    schema["x-guidance"] = json!({
-        "whitespace_flexible": false,
-        "item_separator": ", ",
-        "key_separator": ": "
-    });
-    schema
-}
-
-/// A Lark rule body for one JSON value under `schema`.
-fn lark_json(schema: Value) -> String {
-    format!("%json {}", one_line(schema))
-}
-
 /// A string of at most `max` characters.
 fn text(max: usize) -> Value {
     json!({"type": "string", "maxLength": max})
@@ -57,25 +41,18 @@ pub const EXPECTED_INFO_CHARS: usize = 100;
 /// `shown` chunk ids, then either `{"sufficient": true}` (only where `may_suffice`, and after
 /// at least one fact: nothing found cannot suffice), or 1 to `max_searches` search objects
 /// (`nextSource`, `expectedInfo`) and `{"sufficient": false}`: a reply that does not end the
-/// walk always says where to look next.
+/// walk always says where to look next. A `nextSource` is never one of `not_next` (the titles
+/// of what was read: searching them finds nothing new) nor holds a chunk id.
+///
+/// Every line is written out in Lark, strings without quotes or backslashes in them, so that
+/// a lexeme can say what a next source may not be (`%json` cannot).
 pub fn read_step(
     shown: &[String],
     max_facts: usize,
     max_searches: usize,
     may_suffice: bool,
+    not_next: &[String],
 ) -> Constraint {
-    let fact = object(&[
-        ("fact", text(FACT_CHARS)),
-        ("relevance", text(RELEVANCE_CHARS)),
-        ("source", json!({ "enum": shown })),
-    ]);
-    let search = object(&[
-        ("nextSource", text(NEXT_SOURCE_CHARS)),
-        ("expectedInfo", text(EXPECTED_INFO_CHARS)),
-    ]);
-    // The verdicts are JSON too: a string terminal beside `%json` rules left the JSON
-    // alternatives unreachable (llguidance forced `{"sufficient": true}` from the first token).
-    let verdict = |value: bool| object(&[("sufficient", json!({ "const": value }))]);
     let searching =
         format!(r#"(fact "\n"){{0,{max_facts}}} (search "\n"){{1,{max_searches}}} not_yet"#);
     let start = if may_suffice {
@@ -83,13 +60,55 @@ pub fn read_step(
     } else {
         searching
     };
+    let sources: Vec<String> = shown
+        .iter()
+        .map(|id| serde_json::to_string(id).expect("a string serialises"))
+        .collect();
+    // Our chunk ids (8 hex digits, a dot, a number) anywhere, and the read titles whole.
+    let mut excluded = vec![r"(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)".to_string()];
+    excluded.extend(
+        not_next
+            .iter()
+            .filter(|t| !t.is_empty())
+            .map(|t| escape_regex(t)),
+    );
     Constraint::Lark(format!(
-        "start: {start}\nfact: {fact}\nsearch: {search}\ndone: {done}\nnot_yet: {not_yet}\n",
-        fact = lark_json(fact),
-        search = lark_json(search),
-        done = lark_json(verdict(true)),
-        not_yet = lark_json(verdict(false)),
+        r#"start: {start}
+fact: "{{\"fact\": \"" FACT "\", \"relevance\": \"" RELEVANCE "\", \"source\": \"" SOURCE "\"}}"
+search: "{{\"nextSource\": \"" NEXT "\", \"expectedInfo\": \"" INFO "\"}}"
+done: "{{\"sufficient\": true}}"
+not_yet: "{{\"sufficient\": false}}"
+SOURCE: {sources}
+FACT: /{fact}/
+RELEVANCE: /{relevance}/
+NEXT: /{next}/ & ~/(?:{excluded})/
+INFO: /{info}/
+"#,
+        sources = sources.join(" | "),
+        fact = json_text(FACT_CHARS),
+        relevance = json_text(RELEVANCE_CHARS),
+        next = json_text(NEXT_SOURCE_CHARS),
+        excluded = excluded.join("|"),
+        info = json_text(EXPECTED_INFO_CHARS),
     ))
+}
+
+/// A regex for 1 to `max` characters of a JSON string with nothing to escape in it.
+fn json_text(max: usize) -> String {
+    format!(r#"[^"\\\x00-\x1f]{{1,{max}}}"#)
+}
+
+/// `text` as a regex matching itself (every ASCII character that is not a letter, digit or
+/// space escaped, which the regex syntax allows), with `/` escaped for Lark's delimiters.
+fn escape_regex(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// toc's pick: up to `max` of the listed section ids, or an empty pick, or a direct reply
@@ -200,30 +219,30 @@ mod tests {
 
     #[test]
     fn the_read_step_names_the_shown_ids_and_demands_a_search_unless_sufficient() {
-        let Constraint::Lark(grammar) =
-            read_step(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()], 5, 3, true)
-        else {
+        let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
+        let read = ["Velmora (town)".to_string(), "A/B".to_string()];
+        let Constraint::Lark(grammar) = read_step(&shown, 5, 3, true, &read) else {
             panic!("a Lark grammar");
         };
-        assert!(
-            grammar.contains(r#""enum":["3fa9c2d1.0","77b1e4d0.2"]"#),
-            "{grammar}"
+        assert_eq!(
+            grammar,
+            r#"start: (fact "\n"){1,5} done | (fact "\n"){0,5} (search "\n"){1,3} not_yet
+fact: "{\"fact\": \"" FACT "\", \"relevance\": \"" RELEVANCE "\", \"source\": \"" SOURCE "\"}"
+search: "{\"nextSource\": \"" NEXT "\", \"expectedInfo\": \"" INFO "\"}"
+done: "{\"sufficient\": true}"
+not_yet: "{\"sufficient\": false}"
+SOURCE: "3fa9c2d1.0" | "77b1e4d0.2"
+FACT: /[^"\\\x00-\x1f]{1,160}/
+RELEVANCE: /[^"\\\x00-\x1f]{1,80}/
+NEXT: /[^"\\\x00-\x1f]{1,60}/ & ~/(?:(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)|Velmora \(town\)|A\/B)/
+INFO: /[^"\\\x00-\x1f]{1,100}/
+"#
         );
-        assert!(
-            grammar.contains(
-                r#"start: (fact "\n"){1,5} done | (fact "\n"){0,5} (search "\n"){1,3} not_yet"#
-            ),
-            "{grammar}"
-        );
-        assert!(grammar.contains(
-            r#"not_yet: %json {"type":"object","properties":{"sufficient":{"const":false}}"#
-        ));
-        assert!(grammar.contains(r#""whitespace_flexible":false"#));
     }
 
     #[test]
     fn a_first_read_must_say_where_to_look_next() {
-        let Constraint::Lark(grammar) = read_step(&["3fa9c2d1.0".into()], 5, 3, false) else {
+        let Constraint::Lark(grammar) = read_step(&["3fa9c2d1.0".into()], 5, 3, false, &[]) else {
             panic!("a Lark grammar");
         };
         assert!(

@@ -343,6 +343,7 @@ impl Walk {
                     READ_MAX_FACTS,
                     self.max_descriptors,
                     cycle >= self.min_cycles,
+                    &read_names(run),
                 )),
                 ..prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens.max(512))
             }
@@ -548,6 +549,23 @@ fn resolve(
         Item::Sufficient(flag) => Resolved::Sufficient(flag),
         Item::Skipped(text) => Resolved::Unread(text),
     }
+}
+
+/// The titles and headings of everything read so far: a next source that names one of them
+/// would find nothing new.
+fn read_names(run: &Run<'_>) -> Vec<String> {
+    let index = run.env.index;
+    let mut names: Vec<String> = Vec::new();
+    for row in run.read().iter().filter_map(|&id| index.row_of(id)) {
+        let chunk = index.chunk(row);
+        let heading = chunk.section().path.last().cloned();
+        for name in std::iter::once(chunk.doc.title.clone()).chain(heading) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// A hint searched for like a descriptor.

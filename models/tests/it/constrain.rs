@@ -343,9 +343,10 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
 #[test]
 fn the_read_step_grammar_leaves_every_line_kind_open() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
-    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3, true);
+    let read = ["Ilsa Brandt".to_string()];
+    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3, true, &read);
     // A first read (may not suffice): after a fact, another fact or a search, never the verdict.
-    let first_read = walkrag_walker::constrain::read_step(&shown, 5, 3, false);
+    let first_read = walkrag_walker::constrain::read_step(&shown, 5, 3, false, &read);
     for name in MODELS {
         let m = model(name);
         let tokenizer = m.tokenizer();
@@ -385,6 +386,16 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
             !mask.is_allowed(first("sufficient")),
             "{name}: a first read may not suffice"
         );
+        // A next source may not be what was read, nor a chunk id; another name may.
+        let searches = |next: &str| {
+            let line =
+                format!("{{\"nextSource\": \"{next}\", \"expectedInfo\": \"her birthplace\"}}\n");
+            let ids = tokenizer.encode(&line).unwrap();
+            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
+        };
+        assert!(searches("Kessel"), "{name}");
+        assert!(!searches("Ilsa Brandt"), "{name}");
+        assert!(!searches("77b1e4d0.2"), "{name}");
         let unknown = tokenizer
             .encode("{\"fact\": \"x\", \"relevance\": \"y\", \"source\": \"0badcafe.9\"}")
             .unwrap();

@@ -725,7 +725,8 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
             _ => None,
         })
         .unwrap();
-    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3, true) else {
+    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3, true, &[])
+    else {
         unreachable!()
     };
     for id in &shown {
