@@ -26,9 +26,9 @@ step() {
 }
 
 step "models (fetched once, checked by sha256)" scripts/fetch-models.sh minilm qwen2.5-coder-0.5b
-# The same build as scripts/test.sh (the dev profile optimises every dependency, Cargo.toml):
-# built here with the tests' features, nothing is compiled twice when the tests run next.
-step "build" cargo build --workspace --all-targets
+# Only the walkrag binary (the dev profile optimises every dependency, Cargo.toml): the tests,
+# benches and examples are left to scripts/test.sh, which builds them when it runs.
+step "build" cargo build -p walkrag --bin walkrag
 walkrag=target/debug/walkrag
 out=target/demo
 mkdir -p "$out"
