@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: fetch the models the tests use (skipped when present
-# and verified), then run every test of the workspace.
+# and verified), then run every test of the workspace (extra arguments go to cargo test:
+# scripts/test.sh --no-fail-fast).
 #
 # Tests read the shared goldens and data sets from ../shared beside the repository; set
 # WALKRAG_GOLDEN / WALKRAG_DATA to point elsewhere.
@@ -18,4 +19,4 @@ if [[ -z "${WALKRAG_TEST_POSTGRES:-}" ]]; then
     WALKRAG_TEST_POSTGRES="$(scripts/postgres.sh start)"
     export WALKRAG_TEST_POSTGRES
 fi
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets "$@"

@@ -24,8 +24,9 @@
 //! - **Nothing that changes state is sent unconfirmed.** Every method but GET, HEAD and
 //!   OPTIONS goes through `Confirm::confirm` with a `RequestPreview` first; a refusal sends
 //!   nothing (`Outcome::Declined`). A dry run sends nothing at all (`Outcome::DryRun`).
-//! - **Nothing is invented.** A missing required input is reported by name and no request
-//!   is sent; defaults are left to the server.
+//! - **Nothing is invented.** The `actions` strategy holds the model's inputs to values copied
+//!   from the user's messages and the API's responses (`fill.rs`); a missing required input
+//!   is reported by name and no request is sent; defaults are left to the server.
 //! - **Credentials never pass through the model.** They are configured by the user
 //!   (`Credentials`: header lines, or per security scheme from `WALKRAG_AUTH_*` variables),
 //!   held as `Secret`s whose Debug and Display print `***`, and added to the request only
@@ -47,16 +48,9 @@ mod action;
 mod error;
 mod examples;
 mod exec;
-mod kinds;
-#[cfg(test)]
-mod labelled;
-mod lacking;
-mod narrowed;
-mod negated;
-mod opposed;
+mod fill;
 mod probe;
 mod record;
-mod review;
 mod schema;
 mod secret;
 mod spec;

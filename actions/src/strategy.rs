@@ -8,8 +8,10 @@
 //! without native tools write them as one JSON object per line (read with the walker's
 //! streaming reader); tool-calling models get them as tools.
 //!
-//! Safety lives below the prompt: the strategy drops values the user never gave (and asks for
-//! required ones itself, naming them), hides inputs that carry credentials, and the executor
+//! Safety lives below the prompt: every turn is held to a JSON Schema whose input values can
+//! only be copied from what the user said or the API returned (`fill.rs`), the same rule is
+//! checked on replies no decoder held, required inputs left `null` are asked for by name,
+//! inputs that carry credentials are hidden, and the executor
 //! refuses to send what is not valid and asks the [`Confirm`] the strategy was built with
 //! before anything that changes state.
 //!
@@ -30,11 +32,12 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 use walkrag_core::{
-    ChatError, ChatModel, ChatRequest, Completion, Message, Sampling, ScoreItem, ToolCall, ToolDef,
+    ChatError, ChatModel, ChatRequest, Completion, Constraint, Message, Sampling, ScoreItem,
+    ToolCall, ToolDef,
 };
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_engine::{ChunkId, ChunkRef, DocId, Index, SearchOptions};
-use walkrag_walker::jsonl::{ObjectReader, Raw};
+use walkrag_walker::jsonl::{squash, ObjectReader, Raw};
 use walkrag_walker::llm;
 use walkrag_walker::{
     passages, ActionStep, Answer, BoxFuture, Control, Cost, Env, Event, Origin, Retrieval,
@@ -43,13 +46,9 @@ use walkrag_walker::{
 
 use crate::action::Action;
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
-use crate::kinds::{across_one_named, leaves_a_number_unused, names_one_listed, reads_one_of};
-use crate::lacking::drop_lacking;
-use crate::narrowed::narrower_than_asked;
-use crate::opposed::opposes;
+use crate::fill::{self, Sources};
 use crate::probe::Probe;
 use crate::record::{example_id, ACTION_KIND, EXAMPLE_KIND};
-use crate::review::{numbered_id, review, squash, unmentioned_parents};
 use crate::spec::Catalog;
 use crate::validate::Invalid;
 
@@ -111,332 +110,6 @@ const VOTE_K: usize = 5;
 /// The temperature of the vote's softmax over the voters' similarities: 0.1, so that a
 /// voter 0.1 nearer counts e (2.7) times as much.
 const VOTE_TEMPERATURE: f32 = 0.1;
-
-/// Whether `request` opens with a question for information ("What tags do we have?",
-/// "Which users are suspended?", "Do I have any new notifications?"): its first sentence ends
-/// in a question mark and starts with a question word. "Can you …?" and "Could you …?" are
-/// orders put politely, and are not such questions. In the 647 requests of
-/// `docs/data/actions/` up to `discourse-heldout21.jsonl`, all 125 that open so ask for an
-/// operation that reads.
-fn opens_with_a_question(request: &str) -> bool {
-    let Some(first) = sentences(request)
-        .next()
-        .and_then(|sentence| sentence.strip_suffix('?'))
-    else {
-        return false;
-    };
-    let first = first.to_lowercase();
-    let words: Vec<&str> = first
-        .split_whitespace()
-        .take(2)
-        .map(|word| {
-            word.split(|c: char| !c.is_alphabetic())
-                .next()
-                .unwrap_or("")
-        })
-        .collect();
-    match words.as_slice() {
-        [word, ..] if QUESTION_WORDS.contains(word) => true,
-        ["how", word] => matches!(*word, "many" | "much" | "is" | "are"),
-        ["do", word] => matches!(*word, "i" | "we"),
-        ["is" | "are", "there"] => true,
-        _ => false,
-    }
-}
-
-/// What a request's opening says it asks for: to read (a question for information, or an
-/// order that opens with a verb that reads: "Show me…", "Pull up…") or to change something
-/// (an order that opens with a verb that changes: "Rename…", "Give post 12 a like"). Polite
-/// openings ("Please", "Can you", "I'd like you to") are read past. `None` where the opening
-/// says neither.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Asks {
-    Read,
-    Change,
-}
-
-impl Asks {
-    /// What `request` asks for by its opening. Replayed on the recorded pick of every run
-    /// kept under `docs/results/actions-discourse/` (2,813 requests of the sets up to
-    /// `discourse-heldout25.jsonl`), holding the pick to the kind an order's verb asks for
-    /// wins 13 picks and loses none.
-    ///
-    /// A request whose first sentence says neither (it sets out the situation: "The Market
-    /// Stall group has done its job.") is read by the first sentence after it that says one
-    /// ("Get rid of the group itself."), and so is a first sentence that opens with a lead-in
-    /// clause of time ("Before anyone adds a badge, show me every badge we have").
-    fn of(request: &str) -> Option<Self> {
-        let mut sentences = sentences(request);
-        let first = sentences.next()?;
-        Self::of_opening(first)
-            .or_else(|| Self::of_later(first))
-            .or_else(|| sentences.find_map(Self::of_later))
-    }
-
-    /// What a sentence after the first asks for, once a short lead-in is read past ("Before
-    /// we start, show me…", "First, …"): a change by a verb that always changes ("Delete…",
-    /// "Get rid of…", "Take down…"), by "Bring X into…" or by "Give it a like…"; a read by
-    /// "Show me…", "Pull up…" or "Bring up…". Other verbs read less surely
-    /// later than in an opening ("Tell the forum it's done", "Send the file itself, not an
-    /// email", "Can you fetch it again?" each ask for the other kind in the labelled requests).
-    fn of_later(sentence: &str) -> Option<Self> {
-        let (verb, after) = opening_verb(past_lead_in(sentence))?;
-        let after = after.as_deref();
-        match verb.as_str() {
-            verb if always_changes(verb, after) => Some(Asks::Change),
-            "bring" if after != Some("up") => Some(Asks::Change),
-            // "Pull up her record", "Bring up the list": reads.
-            "pull" | "bring" if after == Some("up") => Some(Asks::Read),
-            // "Give it a like from me"; "Give me the list" reads.
-            "give" if !matches!(after, Some("me" | "us")) => Some(Asks::Change),
-            "show" if matches!(after, Some("me" | "us")) => Some(Asks::Read),
-            _ => None,
-        }
-    }
-
-    /// What the first sentence asks for by its opening ([`Asks::of`]).
-    fn of_opening(request: &str) -> Option<Self> {
-        if opens_with_a_question(request) {
-            return Some(Asks::Read);
-        }
-        let (verb, after) = opening_verb(request)?;
-        let after = after.as_deref();
-        match verb.as_str() {
-            // "Give me the list…" reads; "Give post 12 a like" changes.
-            "give" => Some(if matches!(after, Some("me" | "us")) {
-                Asks::Read
-            } else {
-                Asks::Change
-            }),
-            // "Pull up post 12" reads; "Pull the team into topic 9" changes.
-            "pull" => (after == Some("up")).then_some(Asks::Read),
-            // "Bring up the badges" reads; "Bring the docs team into topic 9" changes.
-            "bring" => Some(if after == Some("up") {
-                Asks::Read
-            } else {
-                Asks::Change
-            }),
-            // "Send an invite to…" changes; "Send me the meetups as a calendar" may read.
-            "send" => (!matches!(after, Some("me" | "us"))).then_some(Asks::Change),
-            // "Post a reply in topic 3020" changes; "Post 512907 needs a look" names a post.
-            "post" => matches!(
-                after,
-                Some("a" | "an" | "the" | "this" | "that" | "these" | "my" | "our" | "it")
-            )
-            .then_some(Asks::Change),
-            verb if READING_VERBS.contains(&verb) => Some(Asks::Read),
-            verb if always_changes(verb, after) => Some(Asks::Change),
-            _ => None,
-        }
-    }
-
-    /// Whether `action` is of the kind asked for.
-    fn fits(self, action: &Action) -> bool {
-        action.needs_confirmation() == (self == Asks::Change)
-    }
-}
-
-/// The rest of a sentence past a lead-in clause of time ("Before we start,", "Before anyone
-/// adds a badge for the outing,"): up to [`LEAD_IN_WORDS`] words and one more ending with a
-/// comma, the first of them one of [`LEAD_INS`].
-fn past_lead_in(sentence: &str) -> &str {
-    let Some((clause, rest)) = sentence.split_once(',') else {
-        return sentence;
-    };
-    let mut words = clause.split_whitespace().map(str::to_lowercase);
-    let leads = words
-        .next()
-        .is_some_and(|first| LEAD_INS.contains(&first.as_str()));
-    if leads && words.count() < LEAD_IN_WORDS {
-        rest.trim_start()
-    } else {
-        sentence
-    }
-}
-
-/// The most words after the first of a lead-in clause ([`past_lead_in`]).
-const LEAD_IN_WORDS: usize = 12;
-
-/// Words that open a short clause of time or purpose before an order ("Before we start, …",
-/// "First, …", "Once that's done, …", "For the end-of-summer gala, …"): [`past_lead_in`].
-const LEAD_INS: [&str; 7] = ["before", "first", "then", "after", "once", "next", "for"];
-
-/// Whether an order opening with `verb` (and `after`, the word after it) changes something
-/// whatever follows: one of [`CHANGING_VERBS`], "Get rid of…" or "Take down…" ("get" and
-/// "take" alone say neither: "Get me the list", "Get her a badge", "Take a look").
-fn always_changes(verb: &str, after: Option<&str>) -> bool {
-    CHANGING_VERBS.contains(&verb)
-        || (verb == "get" && after == Some("rid"))
-        || (verb == "take" && after == Some("down"))
-}
-
-/// The verb a sentence opens with and the word after it, lower case, once polite openings
-/// ("Please", "Can you") and wishes ("I'd like you to", "we need to") are read past.
-fn opening_verb(sentence: &str) -> Option<(String, Option<String>)> {
-    let lower = sentence.to_lowercase().replace('\u{2019}', "'");
-    let words: Vec<&str> = crate::review::bare_words(&lower)
-        .filter(|word| !word.is_empty())
-        .collect();
-    let mut at = words
-        .iter()
-        .position(|word| !POLITE.contains(word))
-        .unwrap_or(words.len());
-    // "I want to", "we need to", "I'd like you to": the verb comes after.
-    let mut then = at;
-    let wants = match words.get(at..at + 2) {
-        Some(["i'd" | "we'd", _]) => {
-            then += 1;
-            true
-        }
-        Some(["i" | "we", "want" | "need" | "would"]) => {
-            then += 2;
-            true
-        }
-        _ => false,
-    };
-    if wants {
-        for optional in ["like", "you"] {
-            then += usize::from(words.get(then) == Some(&optional));
-        }
-        if words.get(then) == Some(&"to") {
-            at = then + 1;
-        }
-    }
-    let verb = words.get(at)?.to_string();
-    let mut after = words.get(at + 1).map(|word| word.to_string());
-    // "Take the whole thread down": the particle read as if it came next, where it ends
-    // the order's first clause within a few words.
-    if verb == "take" {
-        let clause = lower
-            .split([',', ';', ':', '.', '!', '?'])
-            .next()
-            .unwrap_or("");
-        let clause: Vec<&str> = crate::review::bare_words(clause)
-            .filter(|word| !word.is_empty())
-            .collect();
-        if clause.len() <= at + 1 + PARTICLE_REACH && clause.last() == Some(&"down") {
-            after = Some("down".to_string());
-        }
-    }
-    Some((verb, after))
-}
-
-/// How many words after "take" a separated "down" may stand ("Take the whole thread down").
-const PARTICLE_REACH: usize = 5;
-
-/// The verb a request's first sentence opens with, past a lead-in of time, and the word after
-/// it ([`opening_verb`]).
-pub(crate) fn order_verb(request: &str) -> Option<(String, Option<String>)> {
-    sentences(request)
-        .next()
-        .and_then(|first| opening_verb(past_lead_in(first)))
-}
-
-/// The sentences of `text`, each with the mark that ends it: a `.`, `?` or `!` ends one
-/// where a space or the end of the text follows.
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text.trim();
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let end = rest
-            .char_indices()
-            .find(|&(at, c)| {
-                matches!(c, '.' | '?' | '!')
-                    && rest[at + c.len_utf8()..]
-                        .chars()
-                        .next()
-                        .is_none_or(char::is_whitespace)
-            })
-            .map_or(rest.len(), |(at, c)| at + c.len_utf8());
-        let sentence = &rest[..end];
-        rest = rest[end..].trim_start();
-        Some(sentence)
-    })
-}
-
-/// Words read past before a request's verb ([`Asks::of`]).
-const POLITE: [&str; 13] = [
-    "please", "kindly", "just", "can", "could", "would", "will", "you", "hey", "hi", "ok", "so",
-    "now",
-];
-
-/// Verbs that open an order to read ([`Asks::of`]).
-const READING_VERBS: [&str; 10] = [
-    "show", "list", "find", "fetch", "look", "display", "view", "tell", "search", "see",
-];
-
-/// Verbs that open an order to change something ([`Asks::of`]). Words that open a request
-/// as often as nouns or in another sense ("post", "like", "flag", "take a look", "bring up",
-/// "send me") are not among them; "give", "pull", "bring", "send" and "post" are told by the
-/// word after them.
-const CHANGING_VERBS: [&str; 59] = [
-    "set",
-    "rename",
-    "add",
-    "create",
-    "make",
-    "suspend",
-    "unsuspend",
-    "kick",
-    "delete",
-    "remove",
-    "change",
-    "upload",
-    "invite",
-    "cancel",
-    "deactivate",
-    "activate",
-    "edit",
-    "fix",
-    "freeze",
-    "silence",
-    "unsilence",
-    "lock",
-    "unlock",
-    "pin",
-    "unpin",
-    "close",
-    "reopen",
-    "archive",
-    "unarchive",
-    "ban",
-    "unban",
-    "update",
-    "move",
-    "switch",
-    "reset",
-    "bookmark",
-    "mute",
-    "anonymize",
-    "revoke",
-    "grant",
-    "award",
-    "assign",
-    "merge",
-    "restore",
-    "erase",
-    "wipe",
-    "publish",
-    "abort",
-    "finish",
-    "refresh",
-    "unlist",
-    "hide",
-    "trash",
-    "drop",
-    "start",
-    "stop",
-    "stick",
-    "put",
-    "scrap",
-];
-
-/// Words that open a question for information on their own ([`opens_with_a_question`]).
-const QUESTION_WORDS: [&str; 11] = [
-    "what", "which", "who", "whose", "where", "when", "does", "did", "has", "have", "anything",
-];
 
 /// The request of the list reading's blank read ([`Actions::calibration`]): no request at
 /// all, so what the model gives each id there is its lean towards that id on that list
@@ -510,10 +183,6 @@ pub struct Actions {
     /// operations do not use (ban/suspend, account/user). [`Actions::pick_model`] writes the
     /// guess where one is given.
     pub guess: bool,
-    /// Find and pick the operation by the request without the clauses that say what not to
-    /// do ("Just show me, don't clear anything", "…, not the threads inside it": see
-    /// `negated.rs`); the calls still read the whole request.
-    pub affirm: bool,
     /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
     /// local models), pick the operation by weighing instead of writing its id: on. Each of
     /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
@@ -614,9 +283,6 @@ pub struct Actions {
     pub max_finds: usize,
     /// Most tokens per model turn: 256, far more than one action object takes.
     pub max_tokens: usize,
-    /// Drop input values whose words the user never wrote (nor an earlier response held):
-    /// on, since small models fill required inputs with made-up values.
-    pub grounding: bool,
     /// Stops from outside (Ctrl-C): checked before each model turn.
     pub control: Control,
     /// The probe fit on the examples of the index last run with ([`Actions::probe_weight`]).
@@ -661,7 +327,6 @@ impl Actions {
             ranked_k: 10,
             hybrid: true,
             guess: true,
-            affirm: true,
             weigh: true,
             pool: 30,
             pick_k: 10,
@@ -676,7 +341,6 @@ impl Actions {
             max_invalid: 2,
             max_finds: 2,
             max_tokens: 256,
-            grounding: true,
             control: Control::default(),
             probes: Probes::default(),
         }
@@ -851,22 +515,14 @@ impl Actions {
     ) -> Result<Answer, StrategyError> {
         let mut run = Run::new(self, request, env, sink);
         let tools = env.model.supports_tools();
-        conversation.said.push_str(request);
-        conversation.said.push('\n');
-        conversation.wrote.push(request.to_string());
+        conversation.sources.said(request);
         let pending = conversation.pending.take();
-        // What the request asks for, for finding and picking: without what it says not to do.
-        let sought = if self.affirm {
-            crate::negated::affirmed(request)
-        } else {
-            request.to_string()
-        };
         let query = match &pending {
             Some(earlier) => format!("{} {request}", earlier.query),
-            None => sought.clone(),
+            None => request.to_string(),
         };
         let guess = match &pending {
-            None if self.guess => self.guess(&mut run, &sought).await?,
+            None if self.guess => self.guess(&mut run, request).await?,
             _ => None,
         };
         let ranked = self.find(&mut run, 1, &query, guess.as_deref())?;
@@ -889,7 +545,7 @@ impl Actions {
         // weighed pick may choose an operation ranked below the cards: it takes the last
         // card's place.
         let mut picked = match &pending {
-            None if !tools => self.pick(&mut run, conversation, &ranked, &sought).await?,
+            None if !tools => self.pick(&mut run, conversation, &ranked, request).await?,
             _ => None,
         };
         if let Some(id) = &picked {
@@ -1072,9 +728,8 @@ impl Actions {
                             );
                         }
                         conversation.answer(tools, &call, &executed.step.result);
-                        if let Some(text) = &executed.said {
-                            conversation.said.push_str(text);
-                            conversation.said.push('\n');
+                        if let Some(body) = &executed.said {
+                            conversation.sources.returned(body);
                         }
                         match &executed.end {
                             Some(End::Ask(question)) => {
@@ -1539,74 +1194,13 @@ impl Actions {
                     + probe
             })
             .collect();
-        // A request that opens with a question ("Which users are suspended?") or a verb that
-        // reads asks to read; one that opens with a verb that changes asks to change: the
-        // pick is among the listed operations of that kind, where there is one.
-        let asks = Asks::of(request);
-        let fitting: Vec<usize> = match asks {
-            Some(asks) => (0..n)
-                .filter(|&k| asks.fits(lines[shortlist[k]].1))
-                .collect(),
-            None => Vec::new(),
-        };
-        let held = !fitting.is_empty() && fitting.len() < n;
-        let allowed: Vec<usize> = (0..n).filter(|k| !held || fitting.contains(k)).collect();
-        // An order asking for the opposite of what an operation does ("Stop the upload" and
-        // `Complete multipart upload`) does not pick it, where another is allowed.
-        let order = order_verb(request);
-        let opposed: Vec<usize> = allowed
-            .iter()
-            .copied()
-            .filter(|&k| {
-                order.as_ref().is_some_and(|(verb, after)| {
-                    opposes(verb, after.as_deref(), lines[shortlist[k]].1)
-                })
-            })
-            .collect();
-        // One that reads a part of what the request asks for ("sent" messages for "her
-        // inbox, both what she received and what she sent") is not picked either.
-        // Nor is one that reads across every thing of a kind for a request that names one
-        // ("From topic 3318…" and `List latest posts across topics`), or a read with nowhere
-        // to put the thing's number the request gives ("member number 2981").
-        let narrowed: Vec<usize> = allowed
-            .iter()
-            .copied()
-            .filter(|&k| {
-                let action = lines[shortlist[k]].1;
-                narrower_than_asked(action, request)
-                    || across_one_named(request, action)
-                    || leaves_a_number_unused(request, action)
-            })
-            .collect();
-        let ruled_out = |k: &usize| opposed.contains(k) || narrowed.contains(k);
-        let open = allowed.iter().filter(|k| !ruled_out(k)).count();
-        let best = allowed
-            .iter()
-            .copied()
-            .filter(|k| open == 0 || !ruled_out(k))
+        let best = (0..n)
             .max_by(|&i, &j| total[i].total_cmp(&total[j]))
             .expect("a line at least");
-        // A list picked for a request that names one thing of its kind ("the Methods tag
-        // group") gives way to the best listed read of one such thing.
-        let list = lines[shortlist[best]].1;
-        let one = names_one_listed(request, list)
-            .then(|| {
-                (0..n)
-                    .filter(|&k| reads_one_of(lines[shortlist[k]].1, list))
-                    .max_by(|&i, &j| total[i].total_cmp(&total[j]))
-            })
-            .flatten();
-        let one_for = one.map(|_| lines[shortlist[best]].0.clone());
-        let best = one.unwrap_or(best);
         let best_listed = listed[..n].iter().copied().fold(f32::MIN, f32::max);
         let none_listed = listed[n] > best_listed + NONE_MARGIN;
         let picked = (!none_listed).then(|| lines[shortlist[best]].0.clone());
         let unlisted = (0..lines.len()).filter(|i| !shortlist.contains(i));
-        // The ids of shortlisted lines, for the record.
-        let ids_of = |ks: &[usize]| -> String {
-            let ids: Vec<&str> = ks.iter().map(|&k| lines[shortlist[k]].0.as_str()).collect();
-            ids.join(", ")
-        };
         let text = shortlist
             .iter()
             .enumerate()
@@ -1638,34 +1232,6 @@ impl Actions {
                 "none: list {}",
                 list_text(asked_list[n], blank.get(n))
             )])
-            .chain((open > 0 && !narrowed.is_empty()).then(|| {
-                format!(
-                    "not {}: reads a part or all of a kind where the request asks for another, \
-                     or has no input for the number it gives",
-                    ids_of(&narrowed)
-                )
-            }))
-            .chain((open > 0 && !opposed.is_empty()).then(|| {
-                format!(
-                    "an order to {}: not {}, which does the opposite",
-                    order.as_ref().map_or("", |(verb, _)| verb.as_str()),
-                    ids_of(&opposed)
-                )
-            }))
-            .chain(one_for.map(|list| {
-                format!(
-                    "names one thing that {list} lists: picked among the operations that read one"
-                )
-            }))
-            .chain(held.then(|| {
-                match asks {
-                    Some(Asks::Change) => {
-                        "an order to change: picked among the operations that change something"
-                    }
-                    _ => "a request to read: picked among the operations that change nothing",
-                }
-                .to_string()
-            }))
             .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
@@ -1705,15 +1271,14 @@ impl Actions {
             ],
             sampling: Sampling {
                 max_tokens: PICK_MAX_TOKENS,
-                stop: vec!["}".into()],
                 ..Sampling::default()
             },
-            openings: ids
-                .iter()
-                .map(String::as_str)
-                .chain([NONE])
-                .map(|id| format!(r#"{{"operation_id": {}"#, Value::from(id)))
-                .collect(),
+            constraint: Some(Constraint::JsonSchema(json!({
+                "type": "object",
+                "properties": {"operation_id": {"enum": ids.iter().map(String::as_str).chain([NONE]).collect::<Vec<_>>()}},
+                "required": ["operation_id"],
+                "additionalProperties": false,
+            }))),
             ..ChatRequest::default()
         };
         let completion = run.chat(1, "pick", request, &self.control).await?;
@@ -1770,15 +1335,10 @@ impl Actions {
         let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
         let mut messages = vec![Message::system(system.trim())];
         messages.extend(conversation.recent().iter().cloned());
-        let mut sampling = Sampling {
+        let sampling = Sampling {
             max_tokens: self.max_tokens,
             ..Sampling::default()
         };
-        if !tools {
-            // One object per turn: stop where a second one would start (the reader closes
-            // the first).
-            sampling.stop = vec!["}\n{".into(), "}\n\n{".into()];
-        }
         let request = if tools {
             ChatRequest {
                 messages,
@@ -1787,13 +1347,22 @@ impl Actions {
                 ..ChatRequest::default()
             }
         } else {
+            // The turn is held to the protocol: a call of an operation available (the one
+            // picked, where there is one) with inputs copied from what the user said, or
+            // (without a pick) a search, a question or a reply.
+            let operations: Vec<&Action> = match &picked {
+                Some(id) => lookup(id).into_iter().collect(),
+                None => conversation
+                    .available
+                    .iter()
+                    .filter_map(|id| lookup(id))
+                    .collect(),
+            };
+            let schema = fill::turn_schema(&operations, &conversation.sources, picked.is_none());
             ChatRequest {
                 messages,
                 sampling,
-                openings: match &picked {
-                    Some(id) => vec![execute_opening(id)],
-                    None => openings(&conversation.available),
-                },
+                constraint: Some(Constraint::JsonSchema(schema)),
                 ..ChatRequest::default()
             }
         };
@@ -1816,7 +1385,7 @@ impl Actions {
         Ok(calls)
     }
 
-    /// `execute_action`: reviewed, checked, confirmed where needed, sent (or not).
+    /// `execute_action`: checked, confirmed where needed, sent (or not).
     async fn execute(
         &self,
         run: &mut Run<'_>,
@@ -1848,30 +1417,11 @@ impl Actions {
                 run.citations.push(chunk);
             }
         }
-        let mut reviewed = review(action, params, &conversation.said, self.grounding);
-        if self.grounding {
-            numbered_id(action, &conversation.wrote, &mut reviewed);
-            drop_lacking(action, &conversation.wrote, &mut reviewed);
-        }
-        let mut checked = Value::Object(reviewed.params.clone());
-        let mut prepared = action.prepare(&checked);
-        // Parts missing from an optional input the user never mentioned: the model's
-        // filling, not the request's; it is dropped rather than asked about.
-        if let Err(Invalid::Missing(missing)) = &prepared {
-            let parents = unmentioned_parents(action, missing, &conversation.said);
-            if !parents.is_empty() {
-                for parent in &parents {
-                    reviewed.params.remove(parent);
-                    reviewed.repairs.push(format!(
-                        "{parent}: dropped, an optional input the user did not mention, given \
-                         without its required parts"
-                    ));
-                }
-                checked = Value::Object(reviewed.params.clone());
-                prepared = action.prepare(&checked);
-            }
-        }
-        step.repairs = reviewed.repairs.clone();
+        // Held to the sources while written where the model could be; checked again here
+        // for replies no decoder held (tool calls, servers that ignore the schema).
+        let (checked, repairs) = fill::keep(action, params, &conversation.sources);
+        let prepared = action.prepare(&checked);
+        step.repairs = repairs.clone();
         step.checked_params = Some(checked.clone());
         // Required credentials the query needs and nobody configured: the user is asked to
         // configure them, with any input the call lacks.
@@ -1907,38 +1457,12 @@ impl Actions {
         let prepared = match prepared {
             Ok(_) if !unset.is_empty() => return asking(Vec::new(), step),
             Ok(prepared) => prepared,
-            // A required value the model reworded (the user's words in it, but not enough):
-            // once per request it may write it again in the user's words.
-            Err(Invalid::Missing(missing))
-                if !tally.reworded
-                    && missing.iter().any(|name| reviewed.reworded.contains(name)) =>
-            {
-                tally.reworded = true;
-                let names: Vec<&str> = missing
-                    .iter()
-                    .filter(|name| reviewed.reworded.contains(name))
-                    .map(String::as_str)
-                    .collect();
-                step.outcome = "invalid".into();
-                step.result = with_repairs(
-                    &format!(
-                        "Not sent: {} must be the user's own words, not new ones; call again \
-                         with them.",
-                        names.join(", ")
-                    ),
-                    &reviewed.repairs,
-                );
-                return Executed {
-                    checked,
-                    ..Executed::invalid(step)
-                };
-            }
             Err(Invalid::Missing(missing)) => return asking(missing, step),
             Err(invalid) => {
                 let missing = invalid.missing().to_vec();
                 let unasked = (!missing.is_empty()).then(|| question_for(missing));
                 step.outcome = "invalid".into();
-                step.result = with_repairs(&invalid.to_string(), &reviewed.repairs);
+                step.result = with_repairs(&invalid.to_string(), &repairs);
                 return Executed {
                     checked,
                     unasked,
@@ -1970,7 +1494,7 @@ impl Actions {
         let outcome = executor.execute(&prepared, &watched).await;
         step.confirmed = *watched.answer.lock().expect("confirmation lock");
         step.request = outcome.request().map(preview_json);
-        let mut notes = reviewed.repairs.clone();
+        let mut notes = repairs.clone();
         let unprovided = executor.unprovided_credentials(operation_id);
         if outcome.sent() && !unprovided.is_empty() {
             notes.push(format!(
@@ -2073,7 +1597,6 @@ impl Strategy for Actions {
             "ranked_k": self.ranked_k,
             "hybrid": self.hybrid,
             "guess": self.guess,
-            "affirm": self.affirm,
             "weigh": self.weigh,
             "pool": self.pool,
             "pick_k": self.pick_k,
@@ -2088,7 +1611,6 @@ impl Strategy for Actions {
             "max_invalid": self.max_invalid,
             "max_finds": self.max_finds,
             "max_tokens": self.max_tokens,
-            "grounding": self.grounding,
             "apis": apis,
         })
     }
@@ -2118,10 +1640,8 @@ pub struct Conversation {
     messages: Vec<Message>,
     /// Operations found so far, first found first.
     available: Vec<String>,
-    /// What the user wrote and what the API answered: the words input values must come from.
-    said: String,
-    /// The user's messages: where they say which inputs they do not have.
-    wrote: Vec<String>,
+    /// What the user wrote and what the API answered: where input values are copied from.
+    sources: Sources,
     /// The request waiting for the user's answer to a question: searched again with it.
     pending: Option<Pending>,
 }
@@ -2468,17 +1988,6 @@ fn calls_of_tools<'a>(
     out
 }
 
-/// How a JSON-lines reply may open: a built-in action, or `execute_action` of an operation
-/// on the cards. A local model can then not write an operation id that does not exist; its
-/// preference among the real ones decides.
-fn openings(available: &[String]) -> Vec<String> {
-    let execute = available.iter().map(|id| execute_opening(id));
-    let built_in = ["find_actions", "ask_user", "respond"]
-        .iter()
-        .map(|name| format!(r#"{{"action": "{name}""#));
-    execute.chain(built_in).collect()
-}
-
 /// How a call of operation `id` opens.
 fn execute_opening(id: &str) -> String {
     format!(
@@ -2778,8 +2287,6 @@ impl Confirm for Watched<'_> {
 struct Tally {
     /// Requests carried out: operation, inputs as checked, `METHOD URL`.
     done: Vec<(String, Value, String)>,
-    /// Whether the model was already given a reworded value back.
-    reworded: bool,
     /// Whether the model has called an operation for this request.
     called: bool,
     /// Whether a reply or question before any operation was already sent back.
@@ -3128,42 +2635,6 @@ mod tests {
     }
 
     #[test]
-    fn openings_name_every_card_and_built_in_and_none_opens_another() {
-        let ids = ["getTopic".to_string(), "getTopicPosts".to_string()];
-        let all = openings(&ids);
-        assert_eq!(
-            all[0],
-            r#"{"action": "execute_action", "operation_id": "getTopic""#
-        );
-        assert_eq!(all.len(), 5);
-        assert!(all.contains(&r#"{"action": "respond""#.to_string()));
-        for (i, a) in all.iter().enumerate() {
-            for (j, b) in all.iter().enumerate() {
-                assert!(i == j || !b.starts_with(a.as_str()), "{a} opens {b}");
-            }
-        }
-        // Each opening is the spelling the reader takes for its action.
-        let rests = [
-            r#", "params": {}}"#,
-            r#", "params": {}}"#,
-            r#", "query": "topics"}"#,
-            r#", "question": "Which topic?"}"#,
-            r#", "text": "Done."}"#,
-        ];
-        let names = [
-            "execute_action",
-            "execute_action",
-            "find_actions",
-            "ask_user",
-            "respond",
-        ];
-        for ((opening, rest), name) in all.iter().zip(rests).zip(names) {
-            let call = call_of_text(&format!("{opening}{rest}"), &|_| None);
-            assert_eq!(call.call.name(), name, "{opening}{rest}");
-        }
-    }
-
-    #[test]
     fn a_long_conversation_is_cut_at_a_user_message() {
         let mut conversation = Conversation::new();
         for i in 0..20 {
@@ -3234,110 +2705,6 @@ mod tests {
         ] {
             assert_eq!(base_form(verb), base, "{verb}");
         }
-    }
-
-    #[test]
-    fn questions_for_information_are_told_from_orders() {
-        for question in [
-            "What tags do we have? I want to tidy them.",
-            "Which users are currently suspended? Give me the list.",
-            "Who's in the moderators group?",
-            "How many topics use the tag v2.0?",
-            "Do I have any new notifications?",
-            "Is there a backup from last night?",
-            "Did anyone mention me today? I've been offline.",
-            "Has the nightly backup run yet?",
-            "Anything new in my notifications?",
-        ] {
-            assert!(opens_with_a_question(question), "{question}");
-        }
-        for order in [
-            "Can you delete topic 7?",
-            "Could you lock post 41? It keeps getting edited.",
-            "Delete topic 7. What a mess it was?",
-            "What a mess. Delete topic 7.",
-            "Rename group 3 to helpers",
-            "",
-        ] {
-            assert!(!opens_with_a_question(order), "{order}");
-        }
-    }
-
-    #[test]
-    fn an_opening_verb_tells_a_read_from_a_change() {
-        let reads = [
-            "Show me every tag on the site.",
-            "Please pull up post 884210, I only want to read it.",
-            "Give me the full list of badges.",
-            "Can you look through the forum for the SSO login loop?",
-            "I'd like you to find the posts that mention webhooks.",
-            "Which users are suspended?",
-            "Bring up the list of badges.",
-            "We're designing a badge. Before we start, show me every badge there is.",
-            "Before anyone adds a badge for the spring rapid-play, show me every badge we have.",
-            "Member 2981 can't sign up. Pull up her record as staff see it.",
-            "For the newsletter, show me the most popular threads this month.",
-        ];
-        let changes = [
-            "Give post 90412 a like from my account.",
-            "Create a new bronze badge called Helping Hand.",
-            "Can you delete topic 7?",
-            "I want to rename group 3 to helpers",
-            "We need you to lock post 41. It keeps getting edited.",
-            "Hey, kick m.delacroix out of every session.",
-            "Post a reply in topic 3020 saying: the extractor is back.",
-            "Please bring the translators group into topic 40882.",
-            "Send an invite to jordan.reyes@example.org.",
-            "The Market Stall group has done its job. Get rid of the group itself.",
-            "Thread 3318 is about the raffle. Bring the committee group into it.",
-            "Once the season has ended and the results are in, delete the fixtures thread.",
-            "Alfie scored his first fifty in post 41205. Give it a like from me.",
-            "Someone posted a jibe at the umpire. Take down just that one reply, post 30418.",
-            "Thread 6044 duplicates the nets rota. Scrap it altogether.",
-            "Thread 6290 is a duplicate. Take the whole thread down, not just its first post.",
-            "For the end-of-summer gala, set up a new tag grouping called Gala Events.",
-        ];
-        let neither = [
-            "Pull the whole moderators team into discussion 9021.",
-            "Post 512907 needs a second look.",
-            "Take a look at user 5's badges.",
-            "Take the minutes down to the hall.",
-            "Send me our meetups as a calendar file.",
-            "I think her account was left signed in.",
-            "Post 512907 needs a second look. It might be spam.",
-            "Post 512907 needs a look. Before the meeting on Friday, send me the list.",
-            "",
-        ];
-        let kinds = [
-            (&reads[..], Some(Asks::Read)),
-            (&changes[..], Some(Asks::Change)),
-            (&neither[..], None),
-        ];
-        for (requests, asks) in kinds {
-            for request in requests {
-                assert_eq!(Asks::of(request), asks, "{request}");
-            }
-        }
-    }
-
-    #[test]
-    fn what_an_opening_asks_for_is_what_the_labelled_requests_ask_for() {
-        // Every request of `docs/data/actions` whose opening says read or change asks for an
-        // operation of that kind.
-        let (mut told, mut wrong) = (0, Vec::new());
-        for (file, request) in crate::labelled::requests() {
-            let text = request["request"].as_str().unwrap();
-            let Some(asks) = Asks::of(text) else {
-                continue;
-            };
-            told += 1;
-            if (asks == Asks::Change) != request["mutating"].as_bool().unwrap() {
-                wrong.push(format!("{file}: {text}"));
-            }
-        }
-        println!("{told} requests told by their opening");
-        assert!(told > 500, "only {told} told");
-        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     #[test]

@@ -11,8 +11,8 @@ use serde_json::{Map, Number, Value};
 use crate::action::{
     list_values, Action, Encoding, Input, Location, Method, SecurityRequirement, Server, Style,
 };
-use crate::review::squash;
 use crate::schema::{self, CUT};
+use walkrag_walker::jsonl::squash;
 
 /// Everything but RFC 3986's unreserved characters is percent-encoded, in paths (so a `/` in
 /// a value stays inside its segment) and in queries alike.

@@ -158,8 +158,6 @@ pub struct ActionSettings {
     /// Ask the model for the operation ids it expects before each search
     /// ([`Actions::guess`]).
     pub guess: bool,
-    /// Find and pick by the request without what it says not to do ([`Actions::affirm`]).
-    pub affirm: bool,
     /// Weigh the operations found instead of having the model write its pick, where the
     /// model can weigh ([`Actions::weigh`]).
     pub weigh: bool,
@@ -195,7 +193,6 @@ impl std::fmt::Debug for ActionSettings {
             .field("k", &self.k)
             .field("max_turns", &self.max_turns)
             .field("guess", &self.guess)
-            .field("affirm", &self.affirm)
             .field("weigh", &self.weigh)
             .field("judge_weight", &self.judge_weight)
             .field("calibration", &self.calibration)
@@ -375,7 +372,6 @@ fn strategy_for(
         actions.max_turns = turns;
     }
     actions.guess = settings.guess;
-    actions.affirm = settings.affirm;
     actions.weigh = settings.weigh;
     if let Some(weight) = settings.judge_weight {
         actions.judge_weight = weight;

@@ -14,7 +14,7 @@ fn text(max: usize) -> Value {
 }
 
 /// An object with exactly these properties, all required, in this order.
-fn object(properties: &[(&str, Value)]) -> Value {
+pub fn object(properties: &[(&str, Value)]) -> Value {
     let names: Vec<&str> = properties.iter().map(|(name, _)| *name).collect();
     let map: serde_json::Map<String, Value> = properties
         .iter()
@@ -100,7 +100,7 @@ fn json_text(max: usize) -> String {
 
 /// `text` as a regex matching itself (every ASCII character that is not a letter, digit or
 /// space escaped, which the regex syntax allows), with `/` escaped for Lark's delimiters.
-fn escape_regex(text: &str) -> String {
+pub fn escape_regex(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_ascii_punctuation() {

@@ -9,7 +9,7 @@ use walkrag_actions::{
     Actions, AlwaysNo, AlwaysYes, AuditLog, Catalog, Confirm, Conversation, Credentials,
     ExecutorConfig, RequestPreview,
 };
-use walkrag_core::{ChatRequest, Role, ScoreItem, ToolCall};
+use walkrag_core::{ChatRequest, Constraint, Role, ScoreItem, ToolCall};
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
@@ -325,7 +325,7 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
     assert_eq!(step.asked, ["noteId"]);
     assert_eq!(
         step.repairs,
-        ["noteId: dropped \"7\": the user did not give it"]
+        ["noteId: \"7\" is not a value the user gave; left out"]
     );
     assert!(asked.answer.contains("noteId"), "{}", asked.answer);
     assert_eq!(server.count(), 0);
@@ -362,39 +362,32 @@ async fn a_missing_required_input_is_asked_for_by_name_and_nothing_is_sent() {
 }
 
 #[tokio::test]
-async fn a_refused_call_lacking_inputs_ends_in_the_question_for_them_not_the_tool_error() {
+async fn a_value_outside_the_enum_is_left_out_and_the_missing_title_asked_for_at_once() {
     let server = Server::start().await;
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    let request = "Create a note, finished already";
-    // A value outside the enum and no title: the model, told both, answers with the error.
-    let refused = || call("createNote", json!({"status": "finished"}));
+    // A value outside the enum (no decoder held the reply to it) and no title.
     let model = ScriptedChatModel::new(vec![
         pick("createNote"),
-        refused(),
-        respond("The inputs were not accepted; nothing was sent."),
+        call("createNote", json!({"status": "finished"})),
     ]);
-    let (answer, _) = run(&actions, &index, &model, request).await;
+    let (answer, _) = run(&actions, &index, &model, "Create a note, finished already").await;
     assert_eq!(answer.termination, Termination::AskedUser);
+    assert_eq!(
+        answer.usage.llm_calls, 2,
+        "asked without another model call"
+    );
     assert!(
         answer.answer.contains("title (The note's title)"),
         "{}",
         answer.answer
     );
-    let steps = actions_of(&answer);
-    let last = steps.last().unwrap();
+    let step = &executed(&answer)[0];
+    assert_eq!(step.asked, ["title"]);
     assert_eq!(
-        (last.action.as_str(), last.asked.as_slice()),
-        ("ask_user", ["title".to_string()].as_slice())
+        step.repairs,
+        ["status: \"finished\" is not a value the user gave; left out"]
     );
-    assert!(last.result.contains("The inputs were not accepted"));
-    assert_eq!(server.count(), 0);
-
-    // Giving up after corrections that never come ends in the same question.
-    let model = ScriptedChatModel::new(vec![pick("createNote"), refused(), refused(), refused()]);
-    let (answer, _) = run(&actions, &index, &model, request).await;
-    assert_eq!(answer.termination, Termination::AskedUser);
-    assert_eq!(actions_of(&answer).last().unwrap().asked, ["title"]);
     assert_eq!(server.count(), 0);
 }
 
@@ -744,12 +737,25 @@ async fn the_first_search_is_the_request_itself_and_cards_reach_the_model() {
     // them (or none).
     let requests = model.requests.lock().unwrap();
     expect_test::expect_file!["snapshots/pick_prompt.txt"].assert_eq(&render_request(&requests[0]));
-    assert!(requests[0]
-        .openings
-        .contains(&r#"{"operation_id": "deleteNote""#.to_string()));
-    assert!(requests[0]
-        .openings
-        .contains(&r#"{"operation_id": "none""#.to_string()));
+    let Some(Constraint::JsonSchema(pick)) = &requests[0].constraint else {
+        panic!("the pick is held to a schema");
+    };
+    let ids = pick["properties"]["operation_id"]["enum"]
+        .as_array()
+        .unwrap();
+    assert!(ids.contains(&json!("deleteNote")) && ids.contains(&json!("none")));
+    // The turn after a pick of none is held to the protocol: a call of an operation found,
+    // its inputs copied from the request, or a search, a question or a reply.
+    let Some(Constraint::JsonSchema(turn)) = &requests[1].constraint else {
+        panic!("the turn is held to a schema");
+    };
+    let branches = turn["anyOf"].as_array().unwrap();
+    assert!(branches.len() > 3, "{turn}");
+    assert!(branches
+        .iter()
+        .any(|b| b["properties"]["operation_id"]["const"] == "deleteNote"));
+    let pattern = turn["$defs"]["span"]["pattern"].as_str().unwrap();
+    assert!(pattern.contains("delete"), "{pattern}");
     expect_test::expect_file!["snapshots/first_prompt.txt"]
         .assert_eq(&render_request(&requests[1]));
 }
@@ -908,39 +914,20 @@ async fn a_credential_the_query_needs_is_asked_for_until_configured_then_sent_un
 }
 
 #[tokio::test]
-async fn an_optional_object_the_user_never_named_is_dropped_not_asked_about() {
+async fn an_optional_object_without_its_required_parts_is_left_out() {
     let server = Server::start().await;
     let index = notes_index();
     let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    // The model files the e-mail address under `author`, which the user never named, and
-    // leaves out the author's required name.
-    let with_author = || {
+    // The model gives `author` its e-mail address but not its required name: the schema it
+    // is held to cannot be written so, and a reply no decoder held loses the object.
+    let model = ScriptedChatModel::new(vec![
+        pick("createNote"),
         call(
             "createNote",
             json!({"title": "groceries", "author": {"email": "ana@example.com"}}),
-        )
-    };
-    let model =
-        ScriptedChatModel::new(vec![pick("createNote"), with_author(), respond("Created.")]);
-    let (answer, _) = run(
-        &actions,
-        &index,
-        &model,
-        "Create a note titled groceries and send a copy to ana@example.com",
-    )
-    .await;
-    assert_eq!(server.only_request().json(), json!({"title": "groceries"}));
-    let step = &executed(&answer)[0];
-    assert!(step.asked.is_empty());
-    assert!(
-        step.repairs
-            .iter()
-            .any(|r| r.starts_with("author: dropped, an optional input the user did not mention")),
-        "{step:?}"
-    );
-
-    // Named: its missing part is asked for.
-    let model = ScriptedChatModel::new(vec![pick("createNote"), with_author()]);
+        ),
+        respond("Created."),
+    ]);
     let (answer, _) = run(
         &actions,
         &index,
@@ -948,40 +935,13 @@ async fn an_optional_object_the_user_never_named_is_dropped_not_asked_about() {
         "Create a note titled groceries, author ana@example.com",
     )
     .await;
-    assert_eq!(executed(&answer)[0].asked, ["author.name"]);
-    assert_eq!(server.count(), 1);
-}
-
-#[tokio::test]
-async fn a_reworded_required_value_is_given_back_once_then_asked_for() {
-    let server = Server::start().await;
-    let index = notes_index();
-    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    let reworded = || {
-        call(
-            "createNote",
-            json!({"title": "A very important grocery list"}),
-        )
-    };
-    let model = ScriptedChatModel::new(vec![
-        pick("createNote"),
-        reworded(),
-        call("createNote", json!({"title": "groceries"})),
-        respond("Created."),
-    ]);
-
-    let (answer, _) = run(&actions, &index, &model, "Create a note titled groceries").await;
-
-    assert!(answer.found);
     assert_eq!(server.only_request().json(), json!({"title": "groceries"}));
-    assert!(model_prompt_of(&answer, 1).contains("title must be the user's own words"));
-
-    // Reworded again: the user is asked.
-    let model = ScriptedChatModel::new(vec![pick("createNote"), reworded(), reworded()]);
-    let (answer, _) = run(&actions, &index, &model, "Create a note titled groceries").await;
-    assert_eq!(answer.termination, Termination::AskedUser);
-    assert_eq!(executed(&answer)[1].asked, ["title"]);
-    assert_eq!(server.count(), 1);
+    let step = &executed(&answer)[0];
+    assert!(step.asked.is_empty());
+    assert_eq!(
+        step.repairs,
+        ["author: given without its required parts (name); left out"]
+    );
 }
 
 #[tokio::test]
@@ -1232,52 +1192,6 @@ fn pick_step(answer: &Answer) -> ActionStep {
         .into_iter()
         .find(|a| a.action == "pick")
         .expect("a pick")
-}
-
-#[tokio::test]
-async fn a_request_is_picked_among_the_kind_its_opening_asks_for() {
-    let server = Server::start().await;
-    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    // By the readings alone, the delete is the pick.
-    const DELETE_FIRST: Readings = Readings {
-        asked: &[("deleteNote", -2.0), ("getNote", -6.0)],
-        listed: &[("deleteNote", -1.0), ("getNote", -3.0), ("none", -10.0)],
-        blank: &[],
-        judged: &[],
-    };
-    let reads = "a request to read: picked among the operations that change nothing";
-    for request in [
-        "Which note is number 7? I may delete it later.",
-        "Show me note 7 before I delete it.",
-    ] {
-        let (answer, _) = weighed_pick(&actions, DELETE_FIRST, request, "getNote", json!({})).await;
-        let text = pick_step(&answer).text.expect("the weights");
-        assert!(text.ends_with(reads), "{text}");
-    }
-    // By the readings alone, the read is the pick; an order to change is held to changes,
-    // an order put as a question too.
-    const READ_FIRST: Readings = Readings {
-        asked: &[("deleteNote", -6.0), ("getNote", -2.0)],
-        listed: &[("deleteNote", -3.0), ("getNote", -1.0), ("none", -10.0)],
-        blank: &[],
-        judged: &[],
-    };
-    for request in [
-        "Delete note 7 for me, I have read it.",
-        "Can you delete note 7? It is a duplicate.",
-    ] {
-        let (answer, _) =
-            weighed_pick(&actions, READ_FIRST, request, "deleteNote", json!({})).await;
-        let text = pick_step(&answer).text.expect("the weights");
-        assert!(
-            text.ends_with("an order to change: picked among the operations that change something"),
-            "{text}"
-        );
-    }
-    // An opening that says neither leaves the readings to pick.
-    let request = "Note 7 is a duplicate of note 3.";
-    let (answer, _) = weighed_pick(&actions, READ_FIRST, request, "getNote", json!({})).await;
-    assert!(!pick_step(&answer).text.unwrap().contains("picked among"));
 }
 
 #[tokio::test]
@@ -1939,10 +1853,13 @@ async fn none_first_in_the_list_reading_leaves_the_first_turn_free() {
     let pick = pick_step(&answer);
     assert_eq!(pick.operation_id, None);
     assert_eq!(pick.outcome, "none");
-    let openings = model.requests.lock().unwrap()[0].openings.clone();
+    let first = model.requests.lock().unwrap()[0].constraint.clone();
+    let Some(Constraint::JsonSchema(turn)) = first else {
+        panic!("the turn is held to a schema");
+    };
     assert!(
-        openings.len() > 2,
-        "every operation found and the other actions open the turn: {openings:?}"
+        turn["anyOf"].as_array().unwrap().len() > 4,
+        "every operation found and the other actions: {turn}"
     );
 
     // Half a nat ahead is not enough: the operation is picked.

@@ -47,11 +47,6 @@ pub struct ActionFlags {
     /// operation ids it expects (one model call fewer per request).
     #[arg(long)]
     pub no_guess: bool,
-    /// actions: find and pick the operation by the whole request, including what it says
-    /// not to do ("Just show me, don't clear anything", "…, not the threads inside it"),
-    /// which is otherwise left out of both (the calls always read all of it).
-    #[arg(long)]
-    pub keep_negated: bool,
     /// actions: have a local model write the id of the operation it picks instead of
     /// weighing the 30 operations the search ranks first (the weighed pick costs seconds more
     /// per request and picks better; models over HTTP always write).
@@ -203,7 +198,6 @@ pub fn strategy(
     }
     let mut strategy = strategy.expect("at least one spec");
     strategy.guess = !flags.no_guess;
-    strategy.affirm = !flags.keep_negated;
     strategy.weigh = !flags.no_weigh;
     if let Some(weight) = flags.judge_weight {
         strategy.judge_weight = weight;

@@ -70,10 +70,6 @@ pub struct Args {
     /// operation ids it expects.
     #[arg(long, requires = "spec")]
     no_guess: bool,
-    /// With --spec: find and pick the operation by each whole request, including what it
-    /// says not to do ("…, don't clear anything"), which is otherwise left out of both.
-    #[arg(long, requires = "spec")]
-    keep_negated: bool,
     /// With --spec: have a local model write the id of the operation it picks instead of
     /// weighing the 30 operations the search ranks first.
     #[arg(long, requires = "spec")]
@@ -345,7 +341,6 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         k: args.k,
         max_turns: args.max_cycles,
         guess: !args.no_guess,
-        affirm: !args.keep_negated,
         weigh: !args.no_weigh,
         judge_weight: args.judge_weight,
         calibration: args.calibration,

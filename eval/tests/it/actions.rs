@@ -43,7 +43,6 @@ fn settings() -> ActionSettings {
         k: None,
         max_turns: None,
         guess: false,
-        affirm: true,
         weigh: false,
         judge_weight: None,
         calibration: None,
@@ -77,9 +76,9 @@ fn each_metric_counts_what_it_says_and_nothing_is_sent_unconfirmed() {
         // r1: right operation and value (a dry run ends at the first complete request).
         pick("getNote"),
         call("getNote", json!({"noteId": "1"})),
-        // r2: the value up to case and spaces.
+        // r2: the value up to spaces (a copy of the user's words keeps their case).
         pick("createNote"),
-        call("createNote", json!({"title": "groceries "})),
+        call("createNote", json!({"title": "Groceries "})),
         // r3: a made-up id is dropped; the strategy asks for it.
         pick("deleteNote"),
         call("deleteNote", json!({"noteId": "3"})),
@@ -233,17 +232,21 @@ fn request_sets_are_checked_when_read() {
     assert!(error.contains("must hold as null"), "{error}");
 }
 
-/// The committed request set (docs/data/actions) fits its spec: every operation exists,
+/// The committed request sets (docs/data/actions) fit their specs: every operation exists,
 /// `required_params` are exactly the operation's required inputs (credentials aside), and
 /// `mutating` and `method` agree with the spec.
 #[test]
-fn the_committed_discourse_requests_fit_their_spec() {
+fn the_committed_request_sets_fit_their_specs() {
+    committed_requests_fit("discourse.openapi.json", 93, "discourse-requests.jsonl");
+    committed_requests_fit("intercom.openapi.json", 118, "intercom-requests.jsonl");
+}
+
+fn committed_requests_fit(spec: &str, operations: usize, set: &str) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/data/actions");
-    let text = fs::read_to_string(format!("{dir}/discourse.openapi.json")).unwrap();
+    let text = fs::read_to_string(format!("{dir}/{spec}")).unwrap();
     let catalog = Catalog::parse(&text).unwrap();
-    assert_eq!(catalog.actions.len(), 93);
-    let requests =
-        load_requests(Path::new(&format!("{dir}/discourse-requests.jsonl")), None).unwrap();
+    assert_eq!(catalog.actions.len(), operations);
+    let requests = load_requests(Path::new(&format!("{dir}/{set}")), None).unwrap();
     assert!(requests.len() >= 25);
     assert!(
         requests
