@@ -37,6 +37,7 @@ use walkrag_core::{
 };
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
 use walkrag_engine::{ChunkId, ChunkRef, DocId, Index, SearchOptions};
+use walkrag_walker::constrain::object;
 use walkrag_walker::jsonl::{squash, ObjectReader, Raw};
 use walkrag_walker::llm;
 use walkrag_walker::{
@@ -1273,12 +1274,10 @@ impl Actions {
                 max_tokens: PICK_MAX_TOKENS,
                 ..Sampling::default()
             },
-            constraint: Some(Constraint::JsonSchema(json!({
-                "type": "object",
-                "properties": {"operation_id": {"enum": ids.iter().map(String::as_str).chain([NONE]).collect::<Vec<_>>()}},
-                "required": ["operation_id"],
-                "additionalProperties": false,
-            }))),
+            constraint: Some(Constraint::JsonSchema(object(&[(
+                "operation_id",
+                json!({"enum": ids.iter().map(String::as_str).chain([NONE]).collect::<Vec<_>>()}),
+            )]))),
             ..ChatRequest::default()
         };
         let completion = run.chat(1, "pick", request, &self.control).await?;
