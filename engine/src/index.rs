@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -29,11 +31,15 @@ use crate::ids::{ChunkId, DocId, SectionId};
 use crate::ingest::{SkipReason, Skipped};
 use crate::markdown::Section;
 use crate::plan::{self, Known, Plan, Reuse};
+use crate::store::{Store, StoreSearch};
 
 /// The version of the layout above; an index of another version is refused with advice.
 pub const FORMAT_VERSION: u32 = 1;
 const FORMAT_NAME: &str = "walkrag-index";
 const GRAPH_BASENAME: &str = "graph";
+/// The most candidates asked of a store's ANN search when a filter turns some down
+/// (pgvector's largest `hnsw.ef_search`); beyond it the vectors in memory are scanned.
+const MAX_STORE_CANDIDATES: usize = 1000;
 
 /// Why an index could not be opened, searched or written.
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +149,10 @@ pub enum Item<'a> {
 }
 
 /// An opened index: read-only, cheap to search, safe to share between threads.
+///
+/// It holds every document, chunk and vector in memory, as the strategies read them. Searches
+/// go through its HNSW graph, or through the store it was loaded from ([`Index::of_store`]: a
+/// database's own ANN index), or scan every vector.
 pub struct Index {
     dir: PathBuf,
     generation: PathBuf,
@@ -152,6 +162,10 @@ pub struct Index {
     rows: Vec<(u32, u32)>,
     vectors: Vec<f32>,
     graph: Option<Graph>,
+    /// The store that searches for this index, where it was loaded from one.
+    store: Option<Arc<dyn Store>>,
+    /// Whether a failed store search was already reported (later ones fall back quietly).
+    store_failed: AtomicBool,
     by_doc: HashMap<String, usize>,
     by_section: HashMap<SectionId, (usize, usize)>,
     by_chunk: HashMap<ChunkId, usize>,
@@ -232,6 +246,8 @@ impl Index {
             rows,
             vectors,
             graph,
+            store: None,
+            store_failed: AtomicBool::new(false),
             by_doc: HashMap::new(),
             by_section: HashMap::new(),
             by_chunk: HashMap::new(),
@@ -243,6 +259,54 @@ impl Index {
             index.generation.display(),
             started.elapsed().as_secs_f64() * 1e3 - docs_ms - vectors_ms - graph_ms
         );
+        Ok(index)
+    }
+
+    /// An index read from `store` (documents in order, their chunks' vectors row after row),
+    /// whose searches `store` answers. A chunk the store returns that `docs` lacks (written
+    /// after they were read) is left out of results.
+    pub fn of_store(
+        store: Arc<dyn Store>,
+        manifest: Manifest,
+        docs: Vec<IndexedDoc>,
+        vectors: Vec<f32>,
+    ) -> Result<Self, IndexError> {
+        let location = PathBuf::from(store.location());
+        let rows: Vec<(u32, u32)> = docs
+            .iter()
+            .enumerate()
+            .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |c| (d as u32, c as u32)))
+            .collect();
+        if vectors.len() != rows.len() * manifest.embedder.dim {
+            return Err(IndexError::Corrupt {
+                path: location,
+                detail: format!(
+                    "{} chunks but {} vector values of dimension {}",
+                    rows.len(),
+                    vectors.len(),
+                    manifest.embedder.dim
+                ),
+            });
+        }
+        let mut index = Self {
+            dir: location.clone(),
+            generation: location,
+            manifest: Manifest {
+                documents: docs.len(),
+                chunks: rows.len(),
+                ..manifest
+            },
+            docs,
+            rows,
+            vectors,
+            graph: None,
+            store: Some(store),
+            store_failed: AtomicBool::new(false),
+            by_doc: HashMap::new(),
+            by_section: HashMap::new(),
+            by_chunk: HashMap::new(),
+        };
+        index.build_lookups();
         Ok(index)
     }
 
@@ -288,6 +352,11 @@ impl Index {
     /// Whether searches go through the HNSW graph (else they scan every vector).
     pub fn has_graph(&self) -> bool {
         self.graph.is_some()
+    }
+
+    /// Whether searches go to the store the index was loaded from ([`Index::of_store`]).
+    pub fn searches_store(&self) -> bool {
+        self.store.is_some()
     }
 
     /// Refuses an embedder other than the one that built the index.
@@ -337,18 +406,68 @@ impl Index {
             return Vec::new();
         }
         let keep_row = |row: usize| options.keep.is_none_or(|keep| keep(self.chunk(row)));
-        let found = match (&self.graph, options.exact) {
-            (Some(graph), false) => {
+        let found = match (&self.graph, &self.store, options.exact) {
+            (Some(graph), _, false) => {
                 let ef = options.ef_search.unwrap_or(self.manifest.ann.ef_search);
                 let filter = options.keep.map(|_| &keep_row as &dyn Fn(usize) -> bool);
                 graph.search(query, k, ef, filter)
             }
+            (_, Some(store), false) => self
+                .search_store(store.as_ref(), query, k, options.ef_search, &keep_row)
+                .unwrap_or_else(|| ann::exact(&self.vectors, dim, query, k, &keep_row)),
             _ => ann::exact(&self.vectors, dim, query, k, &keep_row),
         };
         found
             .into_iter()
             .map(|(row, score)| Hit { row, score })
             .collect()
+    }
+
+    /// The `k` nearest rows that `keep_row` accepts, by the store's own search. Where the
+    /// filter turns down candidates, asks for four times as many, up to the most an ANN search
+    /// returns; `None` (scan every vector instead) where that still leaves fewer than `k`, or
+    /// where the store fails, which is reported once.
+    fn search_store(
+        &self,
+        store: &dyn Store,
+        query: &[f32],
+        k: usize,
+        ef_search: Option<usize>,
+        keep_row: &dyn Fn(usize) -> bool,
+    ) -> Option<Vec<(usize, f32)>> {
+        let mut want = k;
+        loop {
+            let options = StoreSearch {
+                ef_search: Some(ef_search.unwrap_or(self.manifest.ann.ef_search).max(want)),
+                exact: false,
+            };
+            let passages = match store.search(query, want, &options) {
+                Ok(passages) => passages,
+                Err(e) => {
+                    if !self.store_failed.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            "searching {} failed, scanning the vectors in memory instead: {e}",
+                            store.location()
+                        );
+                    }
+                    return None;
+                }
+            };
+            let exhausted = passages.len() < want;
+            let found: Vec<(usize, f32)> = passages
+                .iter()
+                .filter_map(|p| Some((self.row_of(p.chunk_id)?, p.score)))
+                .filter(|&(row, _)| keep_row(row))
+                .take(k)
+                .collect();
+            if found.len() == k || exhausted {
+                return Some(found);
+            }
+            if want >= MAX_STORE_CANDIDATES {
+                return None;
+            }
+            want = (want * 4).min(MAX_STORE_CANDIDATES);
+        }
     }
 
     /// A document id, a section id (`1a2b3c4d`) or a chunk id (`1a2b3c4d.2`).

@@ -166,6 +166,10 @@ pub trait Store: Send + Sync {
 
     /// Every document with its chunks, in the index's order.
     fn documents(&self) -> Result<Vec<IndexedDoc>, StoreError>;
+
+    /// The index the strategies read: every document, chunk and vector in memory, as they
+    /// were at one moment, searched by the store's own ANN index where it has one.
+    fn load(self: Arc<Self>) -> Result<Index, StoreError>;
 }
 
 /// The folder index as a [`Store`]: [`index::update`] to write, an [`Index`] opened on first
@@ -273,5 +277,10 @@ impl Store for FolderStore {
 
     fn documents(&self) -> Result<Vec<IndexedDoc>, StoreError> {
         Ok(self.index()?.documents().to_vec())
+    }
+
+    /// The folder index itself, searched through its own HNSW graph.
+    fn load(self: Arc<Self>) -> Result<Index, StoreError> {
+        Ok(Index::open(&self.dir)?)
     }
 }

@@ -17,11 +17,13 @@
 //! async runtime and blocks on it: call it from plain threads (or `spawn_blocking`), not
 //! from inside an async task.
 
+pub mod bench;
 mod url;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pgvector::Vector;
@@ -32,8 +34,8 @@ use tokio_postgres::{Client, NoTls};
 use walkrag_core::Embedder;
 use walkrag_engine::plan::{self, Known, Plan, Reuse};
 use walkrag_engine::{
-    AnnParams, Chunk, ChunkId, ChunkSpec, Document, EmbedderInfo, IndexedDoc, Passage, Progress,
-    Resolved, SectionId, Store, StoreError, StoreSearch, Summary, UpdateOptions,
+    AnnParams, Chunk, ChunkId, ChunkSpec, Document, EmbedderInfo, Index, IndexedDoc, Passage,
+    Progress, Resolved, SectionId, Store, StoreError, StoreSearch, Summary, UpdateOptions,
 };
 
 pub use url::redact;
@@ -125,9 +127,22 @@ impl PgStore {
         })
     }
 
-    /// Runs one step against the database.
-    fn block<T>(&self, step: impl std::future::Future<Output = T>) -> T {
-        self.runtime.block_on(step)
+    /// Runs one step against the database. Inside another async runtime (a strategy's
+    /// search), where blocking on this one would panic, it waits for a thread that does.
+    fn block<F>(&self, step: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(step);
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.runtime.block_on(step))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
     }
 
     /// A database error as a [`StoreError`], without the password.
@@ -418,17 +433,33 @@ impl PgStore {
         tx.commit().await.map_err(&fail)
     }
 
-    /// Documents with their chunks: all of them (`None`) or those with the given ids.
+    /// Documents with their chunks: all of them (`None`) or those with the given ids, read in
+    /// one snapshot (a writer's commit between two reads cannot mix versions).
     async fn load_documents(&self, ids: Option<&[String]>) -> Result<Vec<IndexedDoc>, StoreError> {
+        Ok(self.read_documents(ids, false).await?.0)
+    }
+
+    /// [`PgStore::load_documents`], and with `vectors` every chunk's vector too, row after
+    /// row in the documents' order.
+    async fn read_documents(
+        &self,
+        ids: Option<&[String]>,
+        vectors: bool,
+    ) -> Result<(Vec<IndexedDoc>, Vec<f32>), StoreError> {
         if self.manifest().await?.is_none() {
             return Err(StoreError::NotFound(self.location.clone()));
         }
         let all = ids.is_none();
         let ids: Vec<String> = ids.map(<[String]>::to_vec).unwrap_or_default();
-        let rows = self
-            .client
-            .lock()
+        let mut client = self.client.lock().await;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
             .await
+            .map_err(|e| self.fail(e))?;
+        let rows = tx
             .query(
                 "SELECT id, source, document::text FROM walkrag_documents
                  WHERE $1 OR id = ANY($2) ORDER BY position",
@@ -449,21 +480,22 @@ impl PgStore {
                 chunks: Vec::new(),
             });
         }
-        let rows = self
-            .client
-            .lock()
-            .await
+        let rows = tx
             .query(
-                "SELECT doc_id, section_ordinal, chunk_index, start_byte, end_byte, page
+                "SELECT doc_id, section_ordinal, chunk_index, start_byte, end_byte, page,
+                     CASE WHEN $3 THEN embedding END
                  FROM walkrag_chunks WHERE $1 OR doc_id = ANY($2) ORDER BY doc_id, ordinal",
-                &[&all, &ids],
+                &[&all, &ids, &vectors],
             )
             .await
             .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        drop(client);
+        let mut by_doc: Vec<Vec<f32>> = vec![Vec::new(); docs.len()];
         for row in rows {
             let doc_id: String = row.get(0);
             let Some(&d) = at.get(&doc_id) else {
-                continue; // written after the documents were read
+                return Err(self.corrupt(format!("chunks of {doc_id}, a document not there")));
             };
             let start: i64 = row.get(3);
             let end: i64 = row.get(4);
@@ -478,8 +510,11 @@ impl PgStore {
                 return Err(self.corrupt(format!("a chunk of {doc_id} lies outside it")));
             }
             docs[d].chunks.push(chunk);
+            if let Some(vector) = row.get::<_, Option<Vector>>(6) {
+                by_doc[d].extend_from_slice(vector.as_slice());
+            }
         }
-        Ok(docs)
+        Ok((docs, by_doc.concat()))
     }
 
     async fn one_document(&self, id: &str) -> Result<Option<IndexedDoc>, StoreError> {
@@ -496,6 +531,16 @@ impl PgStore {
             .lock()
             .await
             .query(sql, params)
+            .await
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Statements separated by semicolons, or the store's error.
+    async fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.client
+            .lock()
+            .await
+            .batch_execute(sql)
             .await
             .map_err(|e| self.fail(e))
     }
@@ -841,5 +886,35 @@ impl Store for PgStore {
 
     fn documents(&self) -> Result<Vec<IndexedDoc>, StoreError> {
         self.block(self.load_documents(None))
+    }
+
+    /// Every document, chunk and vector read in one snapshot; searches come back here, to
+    /// the HNSW index of `walkrag_chunks`.
+    fn load(self: Arc<Self>) -> Result<Index, StoreError> {
+        let started = Instant::now();
+        let manifest = self
+            .block(self.manifest())?
+            .ok_or_else(|| self.not_found())?;
+        let (docs, vectors) = self.block(self.read_documents(None, true))?;
+        tracing::debug!(
+            "read {} documents and {} vector values from {} in {:.1} s",
+            docs.len(),
+            vectors.len(),
+            self.location,
+            started.elapsed().as_secs_f64()
+        );
+        let manifest = walkrag_engine::Manifest {
+            format: manifest.format,
+            version: manifest.version,
+            embedder: manifest.embedder,
+            chunking: manifest.chunking,
+            ann: manifest.ann,
+            graph: None,
+            documents: docs.len(),
+            chunks: 0,
+            files: Default::default(),
+            created_unix: 0,
+        };
+        Ok(Index::of_store(self, manifest, docs, vectors)?)
     }
 }

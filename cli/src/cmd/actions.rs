@@ -161,6 +161,12 @@ pub fn strategy(
     model: &str,
     confirm: Arc<dyn Confirm>,
 ) -> anyhow::Result<Actions> {
+    if index.searches_store() {
+        bail!(
+            "the actions strategy needs a folder index: an API's operation catalogue is kept \
+             beside it (walkrag index openapi.yaml --index DIR, then --index DIR instead of --store)"
+        );
+    }
     let indexed = indexed_specs(index);
     let specs: Vec<PathBuf> = match &flags.spec {
         Some(spec) => {

@@ -82,6 +82,8 @@ pub struct Args {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: super::query::StoreArg,
     /// Retrieval strategy: walk, single, links, roam, toc, docs, actions.
     #[arg(long, default_value = "walk")]
     strategy: String,
@@ -190,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--min-cycles must be at least 1");
     }
     let (index, embedder) =
-        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
     let strategy: Box<dyn Strategy> = match strategy {
         Some(strategy) => strategy,
         None => {

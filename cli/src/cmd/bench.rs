@@ -22,6 +22,8 @@ pub enum Command {
     Embed(EmbedArgs),
     /// HNSW against exact search on a saved index, and single-shot retrieval recall.
     Search(super::bench_search::Args),
+    /// Bulk load, index build and queries over N vectors in the folder store and Postgres.
+    Store(super::bench_store::Args),
     /// Prompt processing and generation speed of a local chat model (pp512 / tg128).
     Llm(super::bench_llm::Args),
 }
@@ -78,6 +80,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Embed(args) => embed(args),
         Command::Search(args) => super::bench_search::run(args),
+        Command::Store(args) => super::bench_store::run(args),
         Command::Llm(args) => super::bench_llm::run(args),
     }
 }

@@ -1,7 +1,6 @@
 //! `walkrag bench search`: HNSW against exact search on a saved index, and single-shot
 //! retrieval recall of a question set.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -120,13 +119,14 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         drop(Index::open(&args.index)?);
         open_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    let (index, embedder) = super::query::open_with_embedder(&args.index, None)?;
+    let (index, embedder) =
+        super::query::open_with_embedder(&args.index, &Default::default(), None)?;
     ensure!(
         !index.is_empty(),
         "the index at {} holds no chunks",
         args.index.display()
     );
-    let rss_open_mib = rss_mib();
+    let rss_open_mib = super::bench_store::rss_mib();
     let dim = index.manifest().embedder.dim;
     let vectors = index.vectors();
 
@@ -325,12 +325,8 @@ fn print_report(r: &Report) {
 }
 
 fn latency(ms: &mut [f64]) -> Latency {
-    ms.sort_by(f64::total_cmp);
-    let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
-    Latency {
-        p50_ms: at(0.5),
-        p99_ms: at(0.99),
-    }
+    let (p50_ms, p99_ms) = super::bench_store::latency(ms);
+    Latency { p50_ms, p99_ms }
 }
 
 /// Sizes in MiB of a graph's two saved files: neighbour lists, and the vector copy.
@@ -348,17 +344,4 @@ fn dump_sizes(graph: &Graph) -> anyhow::Result<(f64, f64)> {
     std::fs::remove_dir_all(&dir)?;
     saved?;
     Ok(sizes)
-}
-
-/// Resident memory of this process in MiB (Linux), 0 elsewhere.
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: HashMap<&str, f64> = status
-        .lines()
-        .filter_map(|l| {
-            let (key, rest) = l.split_once(':')?;
-            Some((key, rest.trim().trim_end_matches(" kB").parse().ok()?))
-        })
-        .collect();
-    kib.get("VmRSS").copied().unwrap_or(0.0) / 1024.0
 }

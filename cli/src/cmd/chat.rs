@@ -79,6 +79,8 @@ pub struct Args {
     /// Index directory (with --strategy).
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: super::query::StoreArg,
     /// Embedding model [default: the one the index was built with] (with --strategy).
     #[arg(long)]
     embedder: Option<String>,
@@ -288,7 +290,7 @@ async fn turn(
 /// the next one.
 fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
     let (index, embedder) =
-        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let confirm = super::actions::confirmation(&args.actions);
     let strategy = super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
@@ -349,7 +351,7 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
         by_name(name, &options)?
     };
     let (index, embedder) =
-        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     let env = super::env(&index, &embedder, model.as_ref(), false);
     let runtime = super::runtime()?;

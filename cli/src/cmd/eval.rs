@@ -10,7 +10,7 @@ use anyhow::{bail, ensure, Context};
 use indicatif::ProgressBar;
 use walkrag_core::ChatModel;
 use walkrag_embed::SentenceEmbedder;
-use walkrag_engine::{ChunkSpec, Index, UpdateOptions};
+use walkrag_engine::{ChunkSpec, FolderStore, Index, Store, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
@@ -139,6 +139,8 @@ pub struct Args {
     /// Index directory [default: OUT/index].
     #[arg(long)]
     index: Option<PathBuf>,
+    #[command(flatten)]
+    store: super::query::StoreArg,
     /// Embedding model [default: the index's own, else minilm].
     #[arg(long)]
     embedder: Option<String>,
@@ -237,7 +239,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| dataset_name(&questions_path));
 
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
-    let (index, embedder) = index_corpus(&index_dir, &args.corpus, args.embedder.as_deref())?;
+    let store: Arc<dyn Store> = super::query::open_store(&index_dir, &args.store)?.into();
+    let (index, embedder) = index_corpus(store, &args.corpus, args.embedder.as_deref())?;
     let model = unconstrained(super::load_chat_model(&args.model)?, args.unconstrained);
     let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     let settings = Settings {
@@ -270,9 +273,9 @@ fn unconstrained(model: Arc<dyn ChatModel>, off: bool) -> Arc<dyn ChatModel> {
     }
 }
 
-/// Brings the index in `dir` up to date with the corpus, and opens it with its embedder.
+/// Brings the index in `store` up to date with the corpus, and opens it with its embedder.
 fn index_corpus(
-    dir: &Path,
+    store: Arc<dyn Store>,
     corpus: &[PathBuf],
     embedder: Option<&str>,
 ) -> anyhow::Result<(Index, SentenceEmbedder)> {
@@ -283,15 +286,16 @@ fn index_corpus(
             path.display()
         );
     }
-    let spec = super::index::embedder_spec(dir, embedder);
+    let spec = super::index::embedder_spec(store.as_ref(), embedder);
     let model = SentenceEmbedder::load(&spec)?;
     let options = UpdateOptions {
         chunking: Some(ChunkSpec::for_embedder(&model)),
         ..UpdateOptions::default()
     };
-    eprintln!("indexing the corpus in {} ...", dir.display());
+    let location = store.location();
+    eprintln!("indexing the corpus in {location} ...");
     let bars = super::index::Bars::new();
-    let summary = walkrag_engine::update(dir, corpus, &model, &spec, &options, &bars);
+    let summary = store.update(corpus, &model, &spec, &options, &bars);
     bars.clear();
     let summary = summary?;
     ensure!(
@@ -299,19 +303,22 @@ fn index_corpus(
         "the corpus holds no readable document"
     );
     eprintln!(
-        "index {}: {} documents, {} chunks{}",
-        dir.display(),
+        "index {location}: {} documents, {} chunks{}",
         summary.documents,
         summary.chunks,
         if summary.written { "" } else { " (up to date)" }
     );
-    let index = Index::open(dir)?;
+    let index = store.load()?;
     index.check_embedder(&model)?;
     Ok((index, model))
 }
 
 /// `--spec --requests`: the actions strategy on API requests.
 fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
+    ensure!(
+        args.store.url.is_none(),
+        "--spec needs a folder index (an API's operation catalogue is kept beside it): leave out --store"
+    );
     let requests_path = args
         .requests
         .clone()
@@ -331,7 +338,11 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
     }
     let paths = super::index::specs_as_records(&index_dir, &[spec.to_path_buf()], &mut specs)?;
     let [super::index::Spec { catalog, .. }] = specs;
-    let (index, embedder) = index_corpus(&index_dir, &paths, args.embedder.as_deref())?;
+    let (index, embedder) = index_corpus(
+        Arc::new(FolderStore::new(&index_dir)),
+        &paths,
+        args.embedder.as_deref(),
+    )?;
     let model = super::load_chat_model(&args.model)?;
     let env = super::env(&index, &embedder, model.as_ref(), args.exact);
     let settings = ActionSettings {

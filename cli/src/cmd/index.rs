@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
 use walkrag_actions::{is_openapi, Catalog, ExamplesFile, GivenExamples};
 use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
-use walkrag_engine::{read_manifest, AnnParams, ChunkSpec, Progress, Skipped, UpdateOptions};
+use walkrag_engine::{AnnParams, ChunkSpec, Progress, Skipped, Store, UpdateOptions};
 use walkrag_walker::contents::{ContentsFile, Generator};
 
 /// Index documents: Markdown, plain text, llms.txt, PDF and JSON Lines corpora, and the
@@ -173,12 +173,12 @@ impl Progress for Bars {
     }
 }
 
-/// The embedder to index `dir` with: `given`, else the one the index was built with, else the
-/// default. Reads only the manifest, not the documents and the graph.
-pub fn embedder_spec(dir: &Path, given: Option<&str>) -> String {
+/// The embedder to index `store` with: `given`, else the one the index was built with, else
+/// the default. Reads only the manifest, not the documents and the graph.
+pub fn embedder_spec(store: &dyn Store, given: Option<&str>) -> String {
     given
         .map(str::to_string)
-        .or_else(|| read_manifest(dir).ok().map(|(_, m)| m.embedder.spec))
+        .or_else(|| store.embedder().ok().flatten().map(|e| e.spec))
         .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string())
 }
 
@@ -190,11 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let store = super::query::open_store(&args.index, &args.store)?;
     let in_database = args.store.url.is_some();
-    let spec = args
-        .embedder
-        .clone()
-        .or_else(|| store.embedder().ok().flatten().map(|e| e.spec))
-        .unwrap_or_else(|| DEFAULT_EMBEDDER.to_string());
+    let spec = embedder_spec(store.as_ref(), args.embedder.as_deref());
     let embedder = SentenceEmbedder::load(&spec)?;
     let mut chunking = ChunkSpec::for_embedder(&embedder);
     if let Some(tokens) = args.chunk_tokens {

@@ -5,6 +5,7 @@ pub mod ask;
 pub mod bench;
 pub mod bench_llm;
 pub mod bench_search;
+pub mod bench_store;
 pub mod chat;
 pub mod embed;
 pub mod eval;

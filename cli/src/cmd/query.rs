@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use walkrag_embed::{Embedder, SentenceEmbedder};
@@ -54,12 +55,17 @@ pub fn store_with_embedder(
     Ok(embedder)
 }
 
-/// Opens the index in `dir` and the embedder it was built with (or `spec`, if it matches).
+/// Opens the index (the folder `dir`, or the database `store` names, read into memory) and
+/// the embedder it was built with (or `spec`, if it matches).
 pub fn open_with_embedder(
     dir: &Path,
+    store: &StoreArg,
     spec: Option<&str>,
 ) -> anyhow::Result<(Index, SentenceEmbedder)> {
-    let index = Index::open(dir)?;
+    let index = match store.url {
+        None => Index::open(dir)?,
+        Some(_) => Arc::<dyn Store>::from(open_store(dir, store)?).load()?,
+    };
     let spec = spec.unwrap_or(&index.manifest().embedder.spec).to_string();
     let embedder = SentenceEmbedder::load(&spec)
         .with_context(|| format!("cannot load the embedder {spec:?} this index was built with"))?;

@@ -67,6 +67,8 @@ struct EngineArgs {
     /// Index directory.
     #[arg(long, default_value = super::DEFAULT_INDEX)]
     index: PathBuf,
+    #[command(flatten)]
+    store: super::query::StoreArg,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
@@ -117,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The index, its embedder and the chat model, loaded once.
 fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
     let (index, embedder) =
-        super::query::open_with_embedder(&args.index, args.embedder.as_deref())?;
+        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
     let model = super::load_chat_model(&args.model)?;
     Ok(Arc::new(Engine {
         index,

@@ -296,3 +296,88 @@ fn killing_the_indexer_leaves_every_document_at_one_version() {
     assert_eq!(assert_documents_whole(&url), (300, 300));
     eprintln!("killed while writing: {killed_while_writing} time(s)");
 }
+
+/// The answer line of `ask --json`, without its timing.
+fn answer_line(out: &std::process::Output) -> Value {
+    let mut answer: Value = stdout(out)
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .expect("an answer line");
+    answer["elapsed_ms"] = Value::Null;
+    answer
+}
+
+#[test]
+fn ask_and_eval_read_a_postgres_store_as_they_read_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("docs/report.md"), REPORT).unwrap();
+    let url = fresh_schema("ask_eval");
+    for target in [["--store", url.as_str()], ["--index", "folder"]] {
+        let out = walkrag(dir, &["index", "docs", target[0], target[1]]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    let ask = |target: [&str; 2]| {
+        let question = "How often did ferries sail to Helsinki?";
+        let model = "local:smollm2-135m";
+        let args = [
+            "ask",
+            question,
+            "--strategy",
+            "walk",
+            "--model",
+            model,
+            "--json",
+        ];
+        let out = walkrag(dir, &[&args[..], &target[..]].concat());
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+        answer_line(&out)
+    };
+    let from_postgres = ask(["--store", &url]);
+    assert_eq!(from_postgres, ask(["--index", "folder"]));
+    assert!(!from_postgres["ranked"].as_array().unwrap().is_empty());
+
+    let questions = r#"{"id": "q1", "question": "How often did ferries sail to Helsinki?", "answer": "every hour", "supporting_ids": ["docs/report.md"]}
+{"id": "q2", "question": "What was the profit?", "answer": "9 million euros", "supporting_ids": ["docs/report.md"]}
+"#;
+    std::fs::write(dir.join("questions.jsonl"), questions).unwrap();
+    let eval = |out_dir: &str, target: [&str; 2]| {
+        let args = [
+            "eval",
+            "--corpus",
+            "docs",
+            "--questions",
+            "questions.jsonl",
+            "--strategies",
+            "single",
+            "--model",
+            "local:smollm2-135m",
+            "--out",
+            out_dir,
+        ];
+        let out = walkrag(dir, &[&args[..], &target[..]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(out_dir).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        summary["strategies"]["single"]["recall@5"].clone()
+    };
+    let recall = eval("eval-pg", ["--store", &url]);
+    assert_eq!(recall, eval("eval-folder", ["--index", "folder"]));
+
+    // The actions strategy keeps its operation catalogue beside a folder index.
+    let out = walkrag(
+        dir,
+        &["ask", "add a pet", "--strategy", "actions", "--store", &url],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("needs a folder index"),
+        "{}",
+        stderr(&out)
+    );
+}

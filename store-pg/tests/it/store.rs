@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
 use walkrag_core::{EmbedError, Embedder, Embeddings};
+
 use walkrag_engine::{
-    FolderStore, IndexedDoc, Passage, Quiet, Resolved, Store, StoreError, StoreSearch, Summary,
-    UpdateOptions,
+    ChunkRef, FolderStore, Index, IndexedDoc, Passage, Quiet, Resolved, SearchOptions, Store,
+    StoreError, StoreSearch, Summary, UpdateOptions,
 };
 use walkrag_pgstore::PgStore;
 
@@ -128,6 +130,78 @@ fn indexes_searches_and_resolves_as_the_folder_index_does() {
     assert!(pg.resolve("ffffffff").expect("resolves").is_none());
     assert!(pg.resolve("ffffffff.0").expect("resolves").is_none());
     assert!(pg.resolve("no such document").expect("resolves").is_none());
+}
+
+#[test]
+fn the_loaded_index_is_the_folder_index_and_searches_through_the_database() {
+    let url = fresh_schema("loaded");
+    let (dir, root) = folder(&[
+        ("report.md", REPORT),
+        ("corpus.jsonl", CORPUS),
+        ("notes.txt", NOTES),
+    ]);
+    let pg = Arc::new(PgStore::connect(&url).expect("connects"));
+    index(pg.as_ref(), std::slice::from_ref(&root));
+    let folder_dir = dir.path().join("index");
+    index(&FolderStore::new(&folder_dir), std::slice::from_ref(&root));
+
+    let loaded = (pg.clone() as Arc<dyn Store>).load().expect("loads");
+    let folder_index = Index::open(&folder_dir).expect("opens");
+    assert!(loaded.searches_store() && !folder_index.searches_store());
+    assert_eq!(loaded.len(), folder_index.len());
+    for (a, b) in loaded.documents().iter().zip(folder_index.documents()) {
+        assert_eq!((&a.doc, &a.chunks), (&b.doc, &b.chunks));
+    }
+    for row in 0..loaded.len() {
+        assert_eq!(loaded.chunk(row).id(), folder_index.chunk(row).id());
+        let (a, b) = (loaded.vector(row), folder_index.vector(row));
+        assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6));
+    }
+
+    // Strategies search from inside an async runtime, and skip the chunks they have read.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let rows = |index: &Index, query: &str, skip: &str| -> Vec<String> {
+        let vector = embedder().embed_one(query).expect("embeds");
+        let keep = |c: ChunkRef<'_>| !c.doc.id.0.ends_with(skip);
+        let options = SearchOptions {
+            keep: Some(&keep),
+            ..Default::default()
+        };
+        index
+            .search_with(&vector, 3, &options)
+            .into_iter()
+            .map(|hit| index.chunk(hit.row).id().to_string())
+            .collect()
+    };
+    let exact = |query: &str, skip: &str| {
+        let vector = embedder().embed_one(query).expect("embeds");
+        let keep = |c: ChunkRef<'_>| !c.doc.id.0.ends_with(skip);
+        let options = SearchOptions {
+            keep: Some(&keep),
+            exact: true,
+            ..Default::default()
+        };
+        folder_index
+            .search_with(&vector, 3, &options)
+            .into_iter()
+            .map(|hit| folder_index.chunk(hit.row).id().to_string())
+            .collect::<Vec<_>>()
+    };
+    for (query, skip) in [
+        ("How much did revenue grow?", "report.md"),
+        ("the highest mountain in Slovenia", "notes.txt"),
+    ] {
+        let found = runtime.block_on(async { rows(&loaded, query, skip) });
+        assert_eq!(found, exact(query, skip), "{query}");
+    }
+
+    // A database gone mid-run: the vectors in memory are scanned instead.
+    admin_sql("DROP SCHEMA walkrag_test_loaded CASCADE");
+    let query = "Who chairs the board?";
+    assert_eq!(rows(&loaded, query, "nothing"), exact(query, "nothing"));
 }
 
 #[test]
