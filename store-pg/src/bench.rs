@@ -93,7 +93,7 @@ impl VectorTable {
             let batch = &vectors[written * self.dim..end * self.dim];
             let ids = (first_id + written) as i32..;
             store.block(async {
-                let client = store.client.lock().await;
+                let client = store.client().await?;
                 let sink = client
                     .copy_in(&format!(
                         "COPY {SCHEMA}.vectors (id, embedding) FROM STDIN (FORMAT binary)"

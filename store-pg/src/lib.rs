@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use pgvector::Vector;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::Runtime;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_postgres::{Client, NoTls};
 use walkrag_core::Embedder;
 use walkrag_engine::plan::{self, Known, Plan, Reuse};
@@ -70,10 +70,25 @@ struct Manifest {
 pub struct PgStore {
     location: String,
     password: Option<String>,
+    config: tokio_postgres::Config,
     runtime: Runtime,
-    /// One connection; a transaction needs it to itself.
-    client: Mutex<Client>,
+    /// Open connections, one at first, more as callers overlap (up to [`MAX_CONNECTIONS`]);
+    /// a caller holds one for a statement or a whole transaction.
+    pool: std::sync::Mutex<Pool>,
 }
+
+/// The connections of a [`PgStore`].
+#[derive(Default)]
+struct Pool {
+    open: Vec<Arc<Mutex<Client>>>,
+    /// Connections being opened (counted against [`MAX_CONNECTIONS`]).
+    opening: usize,
+    /// Waits for a busy connection so far, to spread them over the connections.
+    waits: usize,
+}
+
+/// The most connections one store opens (a server, its searches from several requests).
+const MAX_CONNECTIONS: usize = 4;
 
 impl PgStore {
     /// Connects to the database at `url` (a `postgres://` URL or `key=value` pairs); nothing
@@ -101,30 +116,76 @@ impl PgStore {
                 location: location.clone(),
                 detail: format!("cannot start the client's runtime: {e}"),
             })?;
-        let connected = runtime.block_on(config.connect(NoTls));
-        let (client, connection) = match connected {
-            Ok(pair) => pair,
-            Err(e) => {
-                let detail = scrub(&e, password.as_deref());
-                return Err(match e.as_db_error() {
-                    Some(_) => StoreError::Database { location, detail },
-                    None => StoreError::Unreachable { location, detail },
-                });
-            }
+        let store = Self {
+            location,
+            password,
+            config,
+            runtime,
+            pool: std::sync::Mutex::new(Pool::default()),
         };
-        let logged = location.clone();
-        runtime.spawn(async move {
+        // The first connection now: a wrong address or password fails here, not later.
+        drop(store.block(store.client())?);
+        Ok(store)
+    }
+
+    /// A connection of the pool to use alone: a free open one, else a new one while there
+    /// are fewer than [`MAX_CONNECTIONS`], else the next to come free. Connections the server
+    /// closed leave the pool, so a restarted server is reconnected to.
+    async fn client(&self) -> Result<OwnedMutexGuard<Client>, StoreError> {
+        loop {
+            let busy = {
+                let mut pool = self.pool.lock().expect("pool lock");
+                pool.open
+                    .retain(|c| c.try_lock().map_or(true, |c| !c.is_closed()));
+                if let Some(free) = pool
+                    .open
+                    .iter()
+                    .find_map(|c| c.clone().try_lock_owned().ok())
+                {
+                    return Ok(free);
+                }
+                if pool.open.len() + pool.opening < MAX_CONNECTIONS {
+                    pool.opening += 1;
+                    None
+                } else {
+                    pool.waits += 1;
+                    let at = pool.waits % pool.open.len().max(1);
+                    Some(pool.open.get(at).cloned())
+                }
+            };
+            match busy {
+                Some(Some(busy)) => return Ok(busy.lock_owned().await),
+                // Every connection is still being opened.
+                Some(None) => tokio::time::sleep(Duration::from_millis(5)).await,
+                None => break,
+            }
+        }
+        let opened = self.open().await;
+        let mut pool = self.pool.lock().expect("pool lock");
+        pool.opening -= 1;
+        let client = Arc::new(Mutex::new(opened?));
+        pool.open.push(client.clone());
+        Ok(client.try_lock_owned().expect("a new connection is free"))
+    }
+
+    /// A new connection, served by this store's runtime.
+    async fn open(&self) -> Result<Client, StoreError> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            let detail = scrub(&e, self.password.as_deref());
+            let location = self.location.clone();
+            match e.as_db_error() {
+                Some(_) => StoreError::Database { location, detail },
+                None => StoreError::Unreachable { location, detail },
+            }
+        })?;
+        let logged = self.location.clone();
+        tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!("connection to {logged} ended: {e}");
             }
         });
-        tracing::debug!("connected to {location}");
-        Ok(Self {
-            location,
-            password,
-            runtime,
-            client: Mutex::new(client),
-        })
+        tracing::debug!("connected to {}", self.location);
+        Ok(client)
     }
 
     /// Runs one step against the database. Inside another async runtime (a strategy's
@@ -171,9 +232,8 @@ impl PgStore {
     /// The manifest row; `None` when the tables do not exist yet.
     async fn manifest(&self) -> Result<Option<Manifest>, StoreError> {
         let exists: bool = self
-            .client
-            .lock()
-            .await
+            .client()
+            .await?
             // Only the current schema's: a table of the same name further along the
             // search_path (`public`) belongs to another index.
             .query_one(
@@ -188,9 +248,8 @@ impl PgStore {
             return Ok(None);
         }
         let row = self
-            .client
-            .lock()
-            .await
+            .client()
+            .await?
             .query_opt("SELECT manifest::text FROM walkrag_manifest", &[])
             .await
             .map_err(|e| self.fail(e))?;
@@ -215,9 +274,8 @@ impl PgStore {
 
     async fn ensure_extension(&self) -> Result<(), StoreError> {
         let installed: bool = self
-            .client
-            .lock()
-            .await
+            .client()
+            .await?
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')",
                 &[],
@@ -228,9 +286,8 @@ impl PgStore {
         if installed {
             return Ok(());
         }
-        self.client
-            .lock()
-            .await
+        self.client()
+            .await?
             .batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
             .await
             .map_err(|e| StoreError::MissingExtension {
@@ -243,9 +300,8 @@ impl PgStore {
     /// Drops the tables and creates them for `manifest`'s embedder.
     async fn create_tables(&self, manifest: &Manifest) -> Result<(), StoreError> {
         let schema: Option<String> = self
-            .client
-            .lock()
-            .await
+            .client()
+            .await?
             .query_one("SELECT quote_ident(current_schema())", &[])
             .await
             .map_err(|e| self.fail(e))?
@@ -302,9 +358,8 @@ impl PgStore {
                  USING hnsw (embedding vector_cosine_ops)
                  WITH (m = {m}, ef_construction = {ef_construction});"
         );
-        self.client
-            .lock()
-            .await
+        self.client()
+            .await?
             .batch_execute(&sql)
             .await
             .map_err(|e| self.fail(e))?;
@@ -323,9 +378,7 @@ impl PgStore {
     }
 
     async fn counts(&self) -> Result<(usize, usize), StoreError> {
-        let row = self.client
-            .lock()
-            .await
+        let row = self.client().await?
             .query_one(
                 "SELECT (SELECT count(*) FROM walkrag_documents), (SELECT count(*) FROM walkrag_chunks)",
                 &[],
@@ -377,7 +430,7 @@ impl PgStore {
             location: location.clone(),
             detail: scrub(&e, password.as_deref()),
         };
-        let mut client = self.client.lock().await;
+        let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&fail)?;
         tx.execute("DELETE FROM walkrag_documents WHERE id = $1", &[&doc.id.0])
             .await
@@ -451,7 +504,7 @@ impl PgStore {
         }
         let all = ids.is_none();
         let ids: Vec<String> = ids.map(<[String]>::to_vec).unwrap_or_default();
-        let mut client = self.client.lock().await;
+        let mut client = self.client().await?;
         let tx = client
             .build_transaction()
             .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
@@ -527,9 +580,8 @@ impl PgStore {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        self.client
-            .lock()
-            .await
+        self.client()
+            .await?
             .query(sql, params)
             .await
             .map_err(|e| self.fail(e))
@@ -537,9 +589,8 @@ impl PgStore {
 
     /// Statements separated by semicolons, or the store's error.
     async fn batch(&self, sql: &str) -> Result<(), StoreError> {
-        self.client
-            .lock()
-            .await
+        self.client()
+            .await?
             .batch_execute(sql)
             .await
             .map_err(|e| self.fail(e))
@@ -551,9 +602,8 @@ impl PgStore {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<u64, StoreError> {
-        self.client
-            .lock()
-            .await
+        self.client()
+            .await?
             .execute(sql, params)
             .await
             .map_err(|e| self.fail(e))
@@ -719,7 +769,7 @@ impl PgStore {
             location: location.clone(),
             detail: scrub(&e, password.as_deref()),
         };
-        let mut client = self.client.lock().await;
+        let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&fail)?;
         let mut settings = format!("SET LOCAL hnsw.ef_search = {ef};");
         if options.exact {
@@ -775,9 +825,8 @@ impl PgStore {
             return Ok(None);
         };
         let row = self
-            .client
-            .lock()
-            .await
+            .client()
+            .await?
             .query_opt(
                 &format!("SELECT doc_id, ordinal FROM {table} WHERE id = $1"),
                 &[&id],
@@ -856,16 +905,22 @@ impl Store for PgStore {
     ) -> Result<Summary, StoreError> {
         let started = Instant::now();
         tracing::debug!("waiting for the writer lock of {}", self.location);
-        // A session lock: held across the documents' transactions, released below or, if
-        // this process dies, with its connection. Two first writers would otherwise race to
-        // create the extension and the tables.
-        self.block(self.exec("SELECT pg_advisory_lock($1)", &[&WRITER_LOCK]))?;
+        // A session lock, on a connection kept aside for it: held across the documents'
+        // transactions (on other connections), released below or, if this process dies,
+        // with its connection. Two first writers would otherwise race to create the
+        // extension and the tables.
+        let holder = self.block(self.client())?;
+        let lock = "SELECT pg_advisory_lock($1)";
+        self.block(holder.execute(lock, &[&WRITER_LOCK]))
+            .map_err(|e| self.fail(e))?;
         let result = self
             .block(self.ensure_extension())
             .and_then(|()| self.update_locked(paths, embedder, embedder_spec, options, progress));
-        if let Err(e) = self.block(self.exec("SELECT pg_advisory_unlock($1)", &[&WRITER_LOCK])) {
-            tracing::warn!("cannot release the writer lock: {e}");
+        let unlock = "SELECT pg_advisory_unlock($1)";
+        if let Err(e) = self.block(holder.execute(unlock, &[&WRITER_LOCK])) {
+            tracing::warn!("cannot release the writer lock: {}", self.fail(e));
         }
+        drop(holder);
         let mut summary = result?;
         summary.seconds = started.elapsed().as_secs_f64();
         Ok(summary)

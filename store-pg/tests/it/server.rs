@@ -49,6 +49,25 @@ pub fn admin_sql(statements: &str) {
     sql(server(), statements)
 }
 
+/// The number `query` counts, asked as the server's superuser.
+pub fn admin_count(query: &str) -> i64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(server(), tokio_postgres::NoTls)
+            .await
+            .expect("the test server answers");
+        tokio::spawn(connection);
+        client
+            .query_one(query, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .get(0)
+    })
+}
+
 /// The server's URL for another user and database.
 pub fn url_as(user: &str, password: &str, database: &str) -> String {
     let url = server();

@@ -429,3 +429,39 @@ fn a_database_without_pgvector_says_how_to_get_it() {
         "nothing was created"
     );
 }
+
+#[test]
+fn searches_at_once_share_a_few_connections_and_a_dropped_one_is_replaced() {
+    let url = format!(
+        "{}&application_name=walkrag_test_pool",
+        fresh_schema("pool")
+    );
+    let (_dir, root) = folder(&[("corpus.jsonl", CORPUS)]);
+    let pg = PgStore::connect(&url).expect("connects");
+    index(&pg, std::slice::from_ref(&root));
+    let expected = chunk_ids(&search(&pg, "the highest mountain in Slovenia", 2, false));
+
+    std::thread::scope(|scope| {
+        let searches: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| search(&pg, "the highest mountain in Slovenia", 2, false)))
+            .collect();
+        for handle in searches {
+            assert_eq!(chunk_ids(&handle.join().expect("a search")), expected);
+        }
+    });
+    let open = crate::server::admin_count(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'walkrag_test_pool'",
+    );
+    assert!((1..=4).contains(&open), "{open} connections");
+
+    // The server ends every connection (a restart, an idle timeout): the next search reconnects.
+    admin_sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE application_name = 'walkrag_test_pool'",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        chunk_ids(&search(&pg, "the highest mountain in Slovenia", 2, false)),
+        expected
+    );
+}
