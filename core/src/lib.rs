@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod chat;
 mod embedder;
 mod hash;
+pub mod rand;
 
 pub use catalog::{models_dir, Catalog, CatalogModel, ModelKind};
 pub use chat::{
@@ -16,3 +17,4 @@ pub use chat::{
 };
 pub use embedder::{EmbedError, Embedder, Embeddings};
 pub use hash::sha256_file;
+pub use rand::SplitMix64;

@@ -424,12 +424,7 @@ impl PgStore {
             .map(|v| Vector::from(v.to_vec()))
             .collect();
 
-        let location = self.location.clone();
-        let password = self.password.clone();
-        let fail = move |e: tokio_postgres::Error| StoreError::Database {
-            location: location.clone(),
-            detail: scrub(&e, password.as_deref()),
-        };
+        let fail = |e: tokio_postgres::Error| self.fail(e);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&fail)?;
         tx.execute("DELETE FROM walkrag_documents WHERE id = $1", &[&doc.id.0])
@@ -763,12 +758,7 @@ impl PgStore {
             .unwrap_or(manifest.ann.ef_search)
             .max(k)
             .min(MAX_EF_SEARCH);
-        let location = self.location.clone();
-        let password = self.password.clone();
-        let fail = move |e: tokio_postgres::Error| StoreError::Database {
-            location: location.clone(),
-            detail: scrub(&e, password.as_deref()),
-        };
+        let fail = |e: tokio_postgres::Error| self.fail(e);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&fail)?;
         let mut settings = format!("SET LOCAL hnsw.ef_search = {ef};");

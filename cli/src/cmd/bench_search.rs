@@ -158,17 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         embed_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
 
-    let all = |_: usize| true;
-    let mut exact_ms = Vec::new();
-    let truth: Vec<Vec<usize>> = queries
-        .iter()
-        .map(|q| {
-            let start = Instant::now();
-            let hits = ann::exact(vectors, dim, q, args.k, &all);
-            exact_ms.push(start.elapsed().as_secs_f64() * 1e3);
-            hits.into_iter().map(|(row, _)| row).collect()
-        })
-        .collect();
+    let (truth, mut exact_ms) = super::bench_store::exact_truth(vectors, dim, &queries, args.k);
 
     let defaults = AnnParams::default();
     let mut runs = Vec::new();
@@ -225,7 +215,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         // Enough chunks to reach 10 distinct documents even when documents have many chunks.
         let depth = 50.min(index.len());
         for (q, question) in queries.iter().zip(&questions) {
-            let exact: Vec<String> = ann::exact(vectors, dim, q, depth, &all)
+            let exact: Vec<String> = ann::exact(vectors, dim, q, depth, &|_| true)
                 .into_iter()
                 .map(|(r, _)| doc_of(r))
                 .collect();

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use serde::Serialize;
+use walkrag_core::SplitMix64;
 use walkrag_engine::ann::{self, AnnParams, Graph};
 use walkrag_engine::Index;
 use walkrag_pgstore::bench::{ServerInfo, VectorTable};
@@ -186,17 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     for &n in &args.vectors {
         let set = &vectors[..n * dim];
         eprintln!("{n} vectors: exact search of {} queries ...", queries.len());
-        let all = |_: usize| true;
-        let mut exact_ms = Vec::new();
-        let truth: Vec<Vec<usize>> = queries
-            .iter()
-            .map(|q| {
-                let start = Instant::now();
-                let hits = ann::exact(set, dim, q, args.k, &all);
-                exact_ms.push(start.elapsed().as_secs_f64() * 1e3);
-                hits.into_iter().map(|(row, _)| row).collect()
-            })
-            .collect();
+        let (truth, mut exact_ms) = exact_truth(set, dim, &queries, args.k);
         let exact_ms_p50 = latency(&mut exact_ms).0;
         if !args.no_folder {
             runs.push(folder_run(
@@ -440,6 +431,27 @@ fn print_report(r: &Report) {
     }
 }
 
+/// Each query's `k` nearest rows by an exact scan, and the milliseconds each scan took.
+pub(super) fn exact_truth(
+    vectors: &[f32],
+    dim: usize,
+    queries: &[Vec<f32>],
+    k: usize,
+) -> (Vec<Vec<usize>>, Vec<f64>) {
+    let all = |_: usize| true;
+    let mut ms = Vec::with_capacity(queries.len());
+    let truth = queries
+        .iter()
+        .map(|q| {
+            let start = Instant::now();
+            let hits = ann::exact(vectors, dim, q, k, &all);
+            ms.push(start.elapsed().as_secs_f64() * 1e3);
+            hits.into_iter().map(|(row, _)| row).collect()
+        })
+        .collect();
+    (truth, ms)
+}
+
 /// The median and the 99th percentile.
 pub(super) fn latency(ms: &mut [f64]) -> (f64, f64) {
     ms.sort_by(f64::total_cmp);
@@ -499,7 +511,7 @@ impl<'a> Generator<'a> {
     fn generate(&self, n: usize, stream: u64) -> Vec<f32> {
         let dim = self.dim;
         let count = self.seeds.len() / dim;
-        let mut rng = SplitMix(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut rng = Draws(SplitMix64(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
         let mut out = Vec::with_capacity(n * dim);
         let real = if stream == 1 { count.min(n) } else { 0 };
         out.extend_from_slice(&self.seeds[..real * dim]);
@@ -524,21 +536,12 @@ impl<'a> Generator<'a> {
     }
 }
 
-/// SplitMix64: a small, fast, reproducible generator (the set must be the same every run).
-struct SplitMix(u64);
+/// Draws for [`Generator`], from one reproducible stream.
+struct Draws(SplitMix64);
 
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
+impl Draws {
     fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.next_f64()
     }
 
     fn below(&mut self, n: usize) -> usize {
