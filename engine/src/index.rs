@@ -207,11 +207,7 @@ impl Index {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        let rows: Vec<(u32, u32)> = docs
-            .iter()
-            .enumerate()
-            .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |c| (d as u32, c as u32)))
-            .collect();
+        let rows = rows_of(&docs);
         if docs.len() != manifest.documents
             || rows.len() != manifest.chunks
             || vectors.len() != rows.len() * manifest.embedder.dim
@@ -272,11 +268,7 @@ impl Index {
         vectors: Vec<f32>,
     ) -> Result<Self, IndexError> {
         let location = PathBuf::from(store.location());
-        let rows: Vec<(u32, u32)> = docs
-            .iter()
-            .enumerate()
-            .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |c| (d as u32, c as u32)))
-            .collect();
+        let rows = rows_of(&docs);
         if vectors.len() != rows.len() * manifest.embedder.dim {
             return Err(IndexError::Corrupt {
                 path: location,
@@ -497,6 +489,14 @@ impl Index {
     pub fn row_of(&self, id: ChunkId) -> Option<usize> {
         self.by_chunk.get(&id).copied()
     }
+}
+
+/// Row → (document, chunk within it), for documents in index order.
+fn rows_of(docs: &[IndexedDoc]) -> Vec<(u32, u32)> {
+    docs.iter()
+        .enumerate()
+        .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |c| (d as u32, c as u32)))
+        .collect()
 }
 
 /// The live generation's directory and manifest, without reading the rest of the index (for
