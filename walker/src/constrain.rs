@@ -53,6 +53,61 @@ pub fn read_step(
     may_suffice: bool,
     not_next: &[String],
 ) -> Constraint {
+    // Our chunk ids (8 hex digits, a dot, a number) anywhere, and the read titles whole.
+    let mut excluded = vec![r"(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)".to_string()];
+    excluded.extend(
+        not_next
+            .iter()
+            .filter(|t| !t.is_empty())
+            .map(|t| escape_regex(t)),
+    );
+    let next = format!(
+        "/{next}/ & ~/(?:{excluded})/",
+        next = json_text(NEXT_SOURCE_CHARS),
+        excluded = excluded.join("|"),
+    );
+    read_grammar(shown, max_facts, max_searches, may_suffice, &next)
+}
+
+/// [`read_step`] whose `nextSource` is one of `names` (see [`crate::names`]): the model
+/// chooses where to look among what its passages name, rather than writing it. With no names
+/// to choose from it is [`read_step`] with nothing excluded but chunk ids.
+pub fn read_step_naming(
+    shown: &[String],
+    max_facts: usize,
+    max_searches: usize,
+    may_suffice: bool,
+    names: &[String],
+) -> Constraint {
+    let literals: Vec<String> = names
+        .iter()
+        .filter(|n| !n.is_empty())
+        .map(|n| {
+            let json = serde_json::to_string(n).expect("a string serialises");
+            // The name as written inside a JSON string, as a Lark literal.
+            serde_json::to_string(&json[1..json.len() - 1]).expect("a string serialises")
+        })
+        .collect();
+    if literals.is_empty() {
+        return read_step(shown, max_facts, max_searches, may_suffice, &[]);
+    }
+    read_grammar(
+        shown,
+        max_facts,
+        max_searches,
+        may_suffice,
+        &literals.join(" | "),
+    )
+}
+
+/// The read step's grammar, its `nextSource` lexeme given (`NEXT: {next}`).
+fn read_grammar(
+    shown: &[String],
+    max_facts: usize,
+    max_searches: usize,
+    may_suffice: bool,
+    next: &str,
+) -> Constraint {
     let searching =
         format!(r#"(fact "\n"){{0,{max_facts}}} (search "\n"){{1,{max_searches}}} not_yet"#);
     let start = if may_suffice {
@@ -64,14 +119,6 @@ pub fn read_step(
         .iter()
         .map(|id| serde_json::to_string(id).expect("a string serialises"))
         .collect();
-    // Our chunk ids (8 hex digits, a dot, a number) anywhere, and the read titles whole.
-    let mut excluded = vec![r"(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)".to_string()];
-    excluded.extend(
-        not_next
-            .iter()
-            .filter(|t| !t.is_empty())
-            .map(|t| escape_regex(t)),
-    );
     Constraint::Lark(format!(
         r#"start: {start}
 fact: "{{\"fact\": \"" FACT "\", \"relevance\": \"" RELEVANCE "\", \"source\": \"" SOURCE "\"}}"
@@ -81,14 +128,12 @@ not_yet: "{{\"sufficient\": false}}"
 SOURCE: {sources}
 FACT: /{fact}/
 RELEVANCE: /{relevance}/
-NEXT: /{next}/ & ~/(?:{excluded})/
+NEXT: {next}
 INFO: /{info}/
 "#,
         sources = sources.join(" | "),
         fact = json_text(FACT_CHARS),
         relevance = json_text(RELEVANCE_CHARS),
-        next = json_text(NEXT_SOURCE_CHARS),
-        excluded = excluded.join("|"),
         info = json_text(EXPECTED_INFO_CHARS),
     ))
 }
@@ -237,6 +282,25 @@ RELEVANCE: /[^"\\\x00-\x1f]{1,80}/
 NEXT: /[^"\\\x00-\x1f]{1,60}/ & ~/(?:(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)|Velmora \(town\)|A\/B)/
 INFO: /[^"\\\x00-\x1f]{1,100}/
 "#
+        );
+    }
+
+    #[test]
+    fn chosen_next_sources_are_the_names_offered_as_json_writes_them() {
+        let names = ["Hank Snow".to_string(), r#"The "Rock""#.to_string()];
+        let Constraint::Lark(grammar) =
+            read_step_naming(&["3fa9c2d1.0".into()], 5, 3, true, &names)
+        else {
+            panic!("a Lark grammar");
+        };
+        assert!(
+            grammar.contains(r#"NEXT: "Hank Snow" | "The \\\"Rock\\\"""#),
+            "{grammar}"
+        );
+        // With no names it is the free read step.
+        assert_eq!(
+            read_step_naming(&["3fa9c2d1.0".into()], 5, 3, true, &[]),
+            read_step(&["3fa9c2d1.0".into()], 5, 3, true, &[])
         );
     }
 

@@ -23,6 +23,7 @@ mod linked;
 pub mod links;
 pub mod llm;
 pub mod memory;
+pub mod names;
 pub mod output;
 pub mod passages;
 pub mod prompt;
@@ -56,7 +57,7 @@ pub use trace::{
     ActionStep, Descriptor, Fact, LlmCall, Origin, Retrieval, RetrievedChunk, ScoreCall, Step,
     Trace,
 };
-pub use walk::{Walk, LINKS_QUERY, MEMORY_QUERY};
+pub use walk::{NextSources, Walk, LINKS_QUERY, MEMORY_QUERY};
 
 /// The dot product: the cosine of two unit-length vectors (what the index stores and the
 /// embedders return).

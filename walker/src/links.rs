@@ -19,6 +19,8 @@ const MIN_NAME_CHARS: usize = 4;
 /// The names of an index's documents and sections, and the chunk rows each leads to.
 pub struct Links {
     matcher: Option<AhoCorasick>,
+    /// The names matched, by pattern.
+    names: Vec<String>,
     /// Rows of pattern `i`'s document or section.
     targets: Vec<Vec<usize>>,
     /// Rows of each numbered section (subsections included), by document id and number.
@@ -63,6 +65,7 @@ impl Links {
         });
         Self {
             matcher,
+            names: patterns,
             targets,
             numbered,
         }
@@ -90,24 +93,41 @@ impl Links {
     /// Rows of every document or section `text` names, in the order first named; a name
     /// counts only as whole words.
     pub fn named_in(&self, text: &str) -> Vec<usize> {
-        let Some(matcher) = &self.matcher else {
-            return Vec::new();
-        };
         let mut rows = Vec::new();
-        for m in matcher.find_iter(text) {
-            let before = text[..m.start()].chars().next_back();
-            let after = text[m.end()..].chars().next();
-            if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric)
-            {
-                continue;
-            }
-            for &row in &self.targets[m.pattern().as_usize()] {
+        for pattern in self.mentions(text) {
+            for &row in &self.targets[pattern] {
                 if !rows.contains(&row) {
                     rows.push(row);
                 }
             }
         }
         rows
+    }
+
+    /// The names of documents and sections `text` names, in the order first named, each
+    /// once.
+    pub fn names_in(&self, text: &str) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for pattern in self.mentions(text) {
+            if !names.contains(&self.names[pattern]) {
+                names.push(self.names[pattern].clone());
+            }
+        }
+        names
+    }
+
+    /// The patterns `text` mentions as whole words, in order.
+    fn mentions<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+        self.matcher
+            .iter()
+            .flat_map(move |matcher| matcher.find_iter(text))
+            .filter(move |m| {
+                let before = text[..m.start()].chars().next_back();
+                let after = text[m.end()..].chars().next();
+                !(before.is_some_and(char::is_alphanumeric)
+                    || after.is_some_and(char::is_alphanumeric))
+            })
+            .map(|m| m.pattern().as_usize())
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use walkrag_core::{ChatError, ChatModel, ChatRequest, Completion};
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Completion, ScoreItem};
 use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
@@ -309,6 +309,29 @@ impl<'a> Run<'a> {
             self.cost.add_call(out.usage);
         }
         result
+    }
+
+    /// Asks the chat model to weigh `items` ([`walkrag_core::ChatModel::score`]) and records
+    /// the call; the scores come in the items' order.
+    pub async fn score(
+        &mut self,
+        cycle: usize,
+        purpose: &str,
+        items: Vec<ScoreItem>,
+    ) -> Result<Vec<f32>, ChatError> {
+        let n = items.len();
+        let (result, call) = llm::score(self.env.model, cycle, purpose, items).await;
+        self.trace.steps.push(Step::Score(call));
+        let scores = result?;
+        self.cost.add_call(scores.usage);
+        if scores.scores.len() != n {
+            return Err(ChatError::Permanent(format!(
+                "{} weighed {} of {n} continuations",
+                self.env.model.id(),
+                scores.scores.len()
+            )));
+        }
+        Ok(scores.scores)
     }
 
     /// The answer step: the question, optional notes (facts gathered), and the passages of

@@ -95,6 +95,8 @@ pub struct Options {
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
     pub constrain_read: bool,
+    /// `walk`: where next sources come from (see [`crate::NextSources`]).
+    pub next_sources: crate::NextSources,
     /// `walk`: read cycles before the model's verdict may end it (see
     /// [`crate::Walk::min_cycles`]).
     pub min_cycles: Option<usize>,
@@ -165,6 +167,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
             walk.constrain_read = options.constrain_read;
+            walk.next_sources = options.next_sources;
             if let Some(n) = options.min_cycles {
                 walk.min_cycles = n;
             }

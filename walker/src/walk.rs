@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use walkrag_engine::ChunkId;
 
-use walkrag_core::ChatRequest;
+use walkrag_core::{ChatRequest, Message, ScoreItem};
 
 use crate::answer::{Answer, Termination};
 use crate::constrain;
@@ -19,6 +19,7 @@ use crate::event::{Event, Sink};
 use crate::jsonl::{Item, Reader};
 use crate::links::Links;
 use crate::memory::Memory;
+use crate::names;
 use crate::passages;
 use crate::prompt;
 use crate::reply::{self, Match};
@@ -55,6 +56,9 @@ pub struct Walk {
     /// `min_cycles` 2, 30 of its 45 next sources were titles of passages it had already been
     /// shown, and recall@5 fell from 0.955 to 0.818 (docs/results/hotpotqa-dev20).
     pub constrain_read: bool,
+    /// How next sources are made: written by the model (the default), chosen by it among
+    /// the passages' unread names, or those names weighed by it ([`NextSources`]).
+    pub next_sources: NextSources,
     /// Read cycles before the model's "the facts suffice" may end the walk (and, held to the
     /// grammar, before which every read must name where to look next).
     pub min_cycles: usize,
@@ -72,6 +76,43 @@ pub struct Walk {
     pub control: Control,
     /// The model of the answer step; `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
+}
+
+/// Where the walk's next sources come from. The passages' unread names are the titles of
+/// the index they mention and the capitalised names written in them, less the question's
+/// words and what was read ([`crate::names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NextSources {
+    /// The model writes them in its read step (held to the read grammar with
+    /// `constrain_read`).
+    #[default]
+    Written,
+    /// The model chooses them among the passages' unread names: they are listed in the read
+    /// prompt, and its grammar holds each `nextSource` to one of them.
+    Chosen,
+    /// The passages' unread names weighed by the model after its read step: how much likelier
+    /// it finds each one as the next source after the question and passages than after an
+    /// empty prompt (its prior for the words); the best `max_descriptors` are searched with
+    /// the question, before any the model wrote. Needs a model that can score.
+    Weighed,
+}
+
+impl NextSources {
+    /// Every mode, by name.
+    pub const ALL: [NextSources; 3] = [
+        NextSources::Written,
+        NextSources::Chosen,
+        NextSources::Weighed,
+    ];
+
+    /// Its name on the command line and in the recorded settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            NextSources::Written => "written",
+            NextSources::Chosen => "chosen",
+            NextSources::Weighed => "weighed",
+        }
+    }
 }
 
 /// The query recorded for chunks found by links.
@@ -99,6 +140,7 @@ impl Default for Walk {
             time_budget: None,
             read_max_tokens: 400,
             constrain_read: false,
+            next_sources: NextSources::Written,
             min_cycles: 1,
             expand_from_facts: true,
             follow_links: true,
@@ -124,6 +166,7 @@ impl Strategy for Walk {
             "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
             "read_max_tokens": self.read_max_tokens,
             "constrain_read": self.constrain_read,
+            "next_sources": self.next_sources.name(),
             "min_cycles": self.min_cycles,
             "expand_from_facts": self.expand_from_facts,
             "follow_links": self.follow_links,
@@ -188,10 +231,27 @@ impl Walk {
                 run.mark_read(&new);
                 cycles_read.push(new.clone());
                 let hints = std::mem::take(&mut hints_to_show);
-                let verdict = self
-                    .read(&mut run, cycle, question, &facts, &new, &hints)
+                let names = if self.next_sources == NextSources::Written {
+                    Vec::new()
+                } else {
+                    let links = links.get_or_insert_with(|| Links::of(run.env.index));
+                    let names =
+                        names::unread(run.env.index, links, &new, question, &read_names(&run));
+                    run.note(cycle, format!("unread names: {}", names.join("; ")));
+                    names
+                };
+                let offered: &[String] = match self.next_sources {
+                    NextSources::Chosen => &names,
+                    _ => &[],
+                };
+                let Read {
+                    facts: cycle_facts,
+                    descriptors,
+                    sufficient,
+                    messages,
+                } = self
+                    .read(&mut run, cycle, question, &facts, &new, &hints, offered)
                     .await?;
-                let (cycle_facts, mut descriptors, sufficient) = verdict;
                 let sufficient = match sufficient {
                     Some(true) if cycle < self.min_cycles => {
                         run.note(
@@ -219,6 +279,20 @@ impl Walk {
                         None
                     }
                     verdict => verdict,
+                };
+                // Weighed names go first: the model's own are what they are meant to improve on.
+                let mut descriptors = if self.next_sources == NextSources::Weighed
+                    && sufficient != Some(true)
+                    && cycle < self.max_cycles
+                    && !names.is_empty()
+                {
+                    let mut weighed = self
+                        .weigh(&mut run, cycle, question, messages, &names)
+                        .await?;
+                    weighed.extend(descriptors);
+                    weighed
+                } else {
+                    descriptors
                 };
                 run.control.pause(&CycleReport {
                     cycle,
@@ -307,7 +381,9 @@ impl Walk {
     }
 
     /// One read step: the question, the facts so far and the new passages in; facts,
-    /// descriptors and a verdict out, each emitted as soon as its JSON object closes.
+    /// descriptors and a verdict out, each emitted as soon as its JSON object closes. With
+    /// `names`, each next source is one of them ([`NextSources::Chosen`]).
+    #[allow(clippy::too_many_arguments)]
     async fn read(
         &self,
         run: &mut Run<'_>,
@@ -316,7 +392,8 @@ impl Walk {
         facts: &[Fact],
         new: &[ChunkId],
         hints: &[String],
-    ) -> Result<(Vec<Fact>, Vec<Descriptor>, Option<bool>), StrategyError> {
+        names: &[String],
+    ) -> Result<Read, StrategyError> {
         let known = facts_text(facts);
         // No "none yet" placeholder when there are no facts: small models cite it as a source.
         let facts_block = if known.is_empty() {
@@ -335,16 +412,34 @@ impl Walk {
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
-        let request = if self.constrain_read {
+        if !names.is_empty() {
+            user.push_str(&format!(
+                "\n\nNames in these passages not read yet (a nextSource must be one of them): {}",
+                names.join("; ")
+            ));
+        }
+        let request = if self.constrain_read || !names.is_empty() {
             let sources: Vec<String> = new.iter().map(ToString::to_string).collect();
-            ChatRequest {
-                constraint: Some(constrain::read_step(
+            let may_suffice = cycle >= self.min_cycles;
+            let constraint = if names.is_empty() {
+                constrain::read_step(
                     &sources,
                     READ_MAX_FACTS,
                     self.max_descriptors,
-                    cycle >= self.min_cycles,
+                    may_suffice,
                     &read_names(run),
-                )),
+                )
+            } else {
+                constrain::read_step_naming(
+                    &sources,
+                    READ_MAX_FACTS,
+                    self.max_descriptors,
+                    may_suffice,
+                    names,
+                )
+            };
+            ChatRequest {
+                constraint: Some(constraint),
                 ..prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens.max(512))
             }
         } else {
@@ -374,6 +469,7 @@ impl Walk {
             resolved.extend(fresh);
             events
         };
+        let messages = request.messages.clone();
         let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
         for item in reader.finish() {
             let item = resolve(item);
@@ -427,7 +523,88 @@ impl Walk {
                 }
             }
         }
-        Ok((new_facts, descriptors, sufficient))
+        Ok(Read {
+            facts: new_facts,
+            descriptors,
+            sufficient,
+            messages,
+        })
+    }
+
+    /// The best `max_descriptors` of `names` by how much likelier the model finds each as the
+    /// next source after the read step's prompt (`messages`) than after the same prompt with
+    /// no question, facts or passages; each searched with the question
+    /// ([`NextSources::Weighed`]).
+    async fn weigh(
+        &self,
+        run: &mut Run<'_>,
+        cycle: usize,
+        question: &str,
+        messages: Vec<Message>,
+        names: &[String],
+    ) -> Result<Vec<Descriptor>, StrategyError> {
+        if !run.env.model.can_score() {
+            run.note(
+                cycle,
+                format!(
+                    "{} cannot weigh names: no next source was weighed",
+                    run.env.model.id()
+                ),
+            );
+            return Ok(Vec::new());
+        }
+        let empty = vec![
+            Message::system(prompt::READ_SYSTEM),
+            Message::user(prompt::render(
+                prompt::READ_USER,
+                &[("question", ""), ("facts", ""), ("passages", "")],
+            )),
+        ];
+        let next_source = |name: &str| {
+            let written = serde_json::to_string(name).expect("a string serialises");
+            format!("{{\"nextSource\": {}", written.trim_end_matches('"'))
+        };
+        // The read prompt's items first: it is what the model ran last, so only the names run.
+        let items: Vec<ScoreItem> = [messages, empty]
+            .iter()
+            .flat_map(|prompt| {
+                names.iter().map(|name| ScoreItem {
+                    messages: prompt.clone(),
+                    continuation: next_source(name),
+                })
+            })
+            .collect();
+        let scores = run.score(cycle, "weigh next sources", items).await?;
+        let (given, prior) = scores.split_at(names.len());
+        let mut weighed: Vec<(usize, f32)> =
+            (0..names.len()).map(|i| (i, given[i] - prior[i])).collect();
+        weighed.sort_by(|a, b| b.1.total_cmp(&a.1));
+        weighed.truncate(self.max_descriptors);
+        run.note(
+            cycle,
+            format!(
+                "names weighed best: {}",
+                weighed
+                    .iter()
+                    .map(|&(i, gain)| format!("{} ({gain:+.1})", names[i]))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        );
+        let descriptors: Vec<Descriptor> = weighed
+            .into_iter()
+            .map(|(i, _)| Descriptor {
+                cycle,
+                next_source: names[i].clone(),
+                expected_info: question.to_string(),
+                origin: Origin::Model,
+            })
+            .collect();
+        for d in &descriptors {
+            run.trace.steps.push(Step::Descriptor(d.clone()));
+            run.emit(Event::NextSource(d.clone()));
+        }
+        Ok(descriptors)
     }
 
     /// Why to stop after a read step, if it is time to.
@@ -484,6 +661,15 @@ impl Walk {
         merged.truncate(self.k);
         Ok(merged)
     }
+}
+
+/// What a read step gave: its facts, the model's descriptors and verdict, and the prompt it
+/// read (weighing names reuses it).
+struct Read {
+    facts: Vec<Fact>,
+    descriptors: Vec<Descriptor>,
+    sufficient: Option<bool>,
+    messages: Vec<Message>,
 }
 
 /// A read-step item with its source matched.

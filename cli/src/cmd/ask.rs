@@ -133,6 +133,13 @@ pub struct Args {
     /// docs/constrained-decoding.md says why).
     #[arg(long)]
     constrain_read: bool,
+    /// walk: where next sources come from. written: the model writes them in its read step;
+    /// chosen: it picks them among the names in its passages that were not read yet (index
+    /// titles they mention, capitalised names), its read step constrained to them; weighed:
+    /// those names ranked by how much likelier the model finds each after the question and
+    /// passages than without (needs a local model).
+    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
+    next_sources: String,
     /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
     /// (with --constrain-read, every read before the Nth must name where to look next).
     #[arg(long, value_name = "N")]
@@ -172,6 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory,
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         constrain_read: args.constrain_read,
+        next_sources: super::next_sources(&args.next_sources),
         min_cycles: args.min_cycles,
         answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
             .map(AnswerModel),

@@ -133,3 +133,11 @@ pub fn load_chat_model(spec: &str) -> anyhow::Result<Arc<dyn ChatModel>> {
         }
     }
 }
+
+/// The walk's `--next-sources` mode named `name` (clap has checked it is one).
+pub fn next_sources(name: &str) -> walkrag_walker::NextSources {
+    walkrag_walker::NextSources::ALL
+        .into_iter()
+        .find(|mode| mode.name() == name)
+        .unwrap_or_default()
+}

@@ -406,6 +406,36 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
     }
 }
 
+/// Offered names, the read step's next source is one of them, whole, in both vocabularies:
+/// names with quotes, apostrophes and non-ASCII letters included.
+#[test]
+fn a_next_source_chosen_among_names_is_one_of_them() {
+    let shown = ["3fa9c2d1.0".to_string()];
+    let names = [
+        "Hank Snow".to_string(),
+        "Aschenbrödel".to_string(),
+        "Famous Louise's \"Rock\" House".to_string(),
+    ];
+    let constraint = walkrag_walker::constrain::read_step_naming(&shown, 5, 3, false, &names);
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
+        let searches = |next: &str| {
+            let line =
+                format!("{{\"nextSource\": \"{next}\", \"expectedInfo\": \"his home state\"}}\n");
+            let ids = tokenizer.encode(&line).unwrap();
+            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
+        };
+        assert!(searches("Hank Snow"), "{name}");
+        assert!(searches("Aschenbrödel"), "{name}");
+        assert!(searches(r#"Famous Louise's \"Rock\" House"#), "{name}");
+        assert!(!searches("Hank"), "{name}: a name's prefix");
+        assert!(!searches("Hank Snow Jr"), "{name}: more than a name");
+        assert!(!searches("Tennessee"), "{name}: a name not offered");
+    }
+}
+
 /// The answer step's grammar keeps citations out of the answer line: no `[` and no
 /// "Sources:" before the line break (answers once ended "... Sources: , ,"), while a short
 /// answer and its cited ids pass.

@@ -8,7 +8,8 @@ use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
 };
 use walkrag_walker::{
-    html, Answer, Control, CycleReport, Event, Origin, Steer, Step, Strategy, Termination, Walk,
+    html, Answer, Control, CycleReport, Event, NextSources, Origin, Steer, Step, Strategy,
+    Termination, Walk,
 };
 
 const QUESTION: &str = "Velmora mayor: which town or village was the mayor born in?";
@@ -732,4 +733,150 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
     for id in &shown {
         assert!(grammar.contains(&format!("\"{id}\"")), "{grammar}");
     }
+}
+
+/// With next sources chosen, the read step is offered the unread names of its passages (the title
+/// its passage names, not the titles read nor the question's words), in the prompt and as
+/// the only next sources its grammar allows; the name chosen is searched for.
+#[test]
+fn a_next_source_is_chosen_among_the_passages_unread_names() {
+    let t = test_index();
+    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
+        unreachable!()
+    };
+    let strategy = Walk {
+        k: 2,
+        next_sources: NextSources::Chosen,
+        follow_links: false,
+        ..walk(2)
+    };
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n\
+             {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where she was born\"}}\n\
+             {{\"sufficient\": false}}"
+        )),
+        reply(format!(
+            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
+        )),
+        reply(format!("Answer: Kessel\nSources: [{d2}]")),
+    ]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    assert_eq!(answer.answer, "Kessel");
+    let requests = model.requests.lock().unwrap();
+    let first = &requests[0];
+    let user = &first.messages.last().unwrap().content;
+    assert!(
+        user.ends_with(
+            "Names in these passages not read yet (a nextSource must be one of them): Ilsa Brandt"
+        ),
+        "{user}"
+    );
+    let found: Vec<(Origin, Vec<ChunkId>)> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some((r.origin, r.hits.iter().map(|h| h.chunk_id).collect())),
+            _ => None,
+        })
+        .collect();
+    let shown: Vec<String> = found[0].1.iter().map(ToString::to_string).collect();
+    assert!(found[0].1.contains(&d1), "{found:?}");
+    assert_eq!(
+        first.constraint,
+        Some(walkrag_walker::constrain::read_step_naming(
+            &shown,
+            5,
+            3,
+            true,
+            &["Ilsa Brandt".to_string()]
+        ))
+    );
+    assert_eq!(found.len(), 2);
+    assert_eq!((found[1].0, found[1].1[0]), (Origin::Model, d2));
+}
+
+/// With next sources weighed, the passages' unread names are ranked by how much likelier the
+/// model finds each after the read prompt than after an empty one, not by the first alone:
+/// the name it finds likelier outright but no likelier for the question is not followed.
+#[test]
+fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
+    let t = walkrag_walker::testing::index_of(
+        r#"{"id": "d1", "title": "Velmora", "text": "Velmora is a river town whose mayor is Ilsa Brandt; its twin town is Port Amsel."}
+{"id": "d2", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Kessel in 1971."}
+{"id": "d3", "title": "Port Amsel", "text": "Port Amsel is a harbour on the coast."}
+"#,
+    );
+    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
+        unreachable!()
+    };
+    let model = ScriptedChatModel::new(vec![
+        reply(format!(
+            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n{{\"sufficient\": false}}"
+        )),
+        reply(format!(
+            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
+        )),
+        reply(format!("Answer: Kessel\nSources: [{d2}]")),
+    ])
+    .with_scores(|item| {
+        let read = item.messages.iter().any(|m| m.content.contains("Velmora"));
+        match (read, item.continuation.contains("Ilsa Brandt")) {
+            (true, true) => -4.0,
+            (true, false) => -2.0,
+            (false, true) => -6.0,
+            (false, false) => -1.0,
+        }
+    });
+    let strategy = Walk {
+        k: 1,
+        max_descriptors: 1,
+        next_sources: NextSources::Weighed,
+        follow_links: false,
+        ..walk(2)
+    };
+    let mut events = Vec::new();
+    let answer =
+        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    assert_eq!(answer.answer, "Kessel");
+    let scored = model.scored.lock().unwrap();
+    let continuations: Vec<&str> = scored.iter().map(|i| i.continuation.as_str()).collect();
+    assert_eq!(
+        continuations,
+        [
+            r#"{"nextSource": "Ilsa Brandt"#,
+            r#"{"nextSource": "Port Amsel"#,
+            r#"{"nextSource": "Ilsa Brandt"#,
+            r#"{"nextSource": "Port Amsel"#,
+        ]
+    );
+    drop(scored);
+    let retrievals: Vec<(Origin, &str, ChunkId)> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some((r.origin, r.query.as_str(), r.hits[0].chunk_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retrievals[1],
+        (
+            Origin::Model,
+            "Ilsa Brandt: Velmora mayor: which town or village was the mayor born in?",
+            d2
+        )
+    );
+    assert_eq!(
+        retrievals.len(),
+        2,
+        "one name followed, and no weighing in the last cycle"
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::NextSource(d) if d.next_source == "Ilsa Brandt")));
 }
