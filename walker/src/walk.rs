@@ -91,9 +91,10 @@ pub enum NextSources {
     /// prompt, and its grammar holds each `nextSource` to one of them.
     Chosen,
     /// The passages' unread names weighed by the model after its read step: how much likelier
-    /// it finds each one as the next source after the question and passages than after an
-    /// empty prompt (its prior for the words); the best `max_descriptors` are searched with
-    /// the question, before any the model wrote. Needs a model that can score.
+    /// it finds each one as the next source after its read prompt than after that prompt
+    /// without the question (what the question points to, not what the passages make likely
+    /// to copy); the best `max_descriptors` are searched with the question, before any the
+    /// model wrote. Needs a model that can score.
     Weighed,
 }
 
@@ -249,6 +250,7 @@ impl Walk {
                     descriptors,
                     sufficient,
                     messages,
+                    unasked,
                 } = self
                     .read(&mut run, cycle, question, &facts, &new, &hints, offered)
                     .await?;
@@ -287,7 +289,7 @@ impl Walk {
                     && !names.is_empty()
                 {
                     let mut weighed = self
-                        .weigh(&mut run, cycle, question, messages, &names)
+                        .weigh(&mut run, cycle, question, [messages, unasked], &names)
                         .await?;
                     weighed.extend(descriptors);
                     weighed
@@ -401,14 +403,22 @@ impl Walk {
         } else {
             format!("\nFacts found so far:\n{known}\n")
         };
-        let mut user = prompt::render(
-            prompt::READ_USER,
-            &[
-                ("question", question),
-                ("facts", &facts_block),
-                ("passages", &passages::render(run.env.index, new)),
-            ],
-        );
+        let passages = passages::render(run.env.index, new);
+        let user_of = |question: &str| {
+            prompt::render(
+                prompt::READ_USER,
+                &[
+                    ("question", question),
+                    ("facts", &facts_block),
+                    ("passages", &passages),
+                ],
+            )
+        };
+        let unasked = vec![
+            Message::system(prompt::READ_SYSTEM),
+            Message::user(user_of("")),
+        ];
+        let mut user = user_of(question);
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
@@ -528,19 +538,20 @@ impl Walk {
             descriptors,
             sufficient,
             messages,
+            unasked,
         })
     }
 
     /// The best `max_descriptors` of `names` by how much likelier the model finds each as the
-    /// next source after the read step's prompt (`messages`) than after the same prompt with
-    /// no question, facts or passages; each searched with the question
-    /// ([`NextSources::Weighed`]).
+    /// next source after the read step's prompt than after the same prompt without the
+    /// question (`[asked, unasked]`): what the question, not the passages alone, points to.
+    /// Each is searched with the question ([`NextSources::Weighed`]).
     async fn weigh(
         &self,
         run: &mut Run<'_>,
         cycle: usize,
         question: &str,
-        messages: Vec<Message>,
+        prompts: [Vec<Message>; 2],
         names: &[String],
     ) -> Result<Vec<Descriptor>, StrategyError> {
         if !run.env.model.can_score() {
@@ -553,19 +564,12 @@ impl Walk {
             );
             return Ok(Vec::new());
         }
-        let empty = vec![
-            Message::system(prompt::READ_SYSTEM),
-            Message::user(prompt::render(
-                prompt::READ_USER,
-                &[("question", ""), ("facts", ""), ("passages", "")],
-            )),
-        ];
         let next_source = |name: &str| {
             let written = serde_json::to_string(name).expect("a string serialises");
             format!("{{\"nextSource\": {}", written.trim_end_matches('"'))
         };
         // The read prompt's items first: it is what the model ran last, so only the names run.
-        let items: Vec<ScoreItem> = [messages, empty]
+        let items: Vec<ScoreItem> = prompts
             .iter()
             .flat_map(|prompt| {
                 names.iter().map(|name| ScoreItem {
@@ -663,13 +667,14 @@ impl Walk {
     }
 }
 
-/// What a read step gave: its facts, the model's descriptors and verdict, and the prompt it
-/// read (weighing names reuses it).
+/// What a read step gave: its facts, the model's descriptors and verdict, the prompt it read,
+/// and that prompt without the question (weighing names compares the two).
 struct Read {
     facts: Vec<Fact>,
     descriptors: Vec<Descriptor>,
     sufficient: Option<bool>,
     messages: Vec<Message>,
+    unasked: Vec<Message>,
 }
 
 /// A read-step item with its source matched.

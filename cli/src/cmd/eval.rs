@@ -182,7 +182,7 @@ pub struct Args {
     /// chosen: it picks them among the names in its passages that were not read yet (index
     /// titles they mention, capitalised names), its read step constrained to them; weighed:
     /// those names ranked by how much likelier the model finds each after the question and
-    /// passages than without (needs a local model).
+    /// passages than after the passages alone (needs a local model).
     #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
     next_sources: String,
     /// walk: read at least N cycles before the model's "the facts suffice" ends the walk

@@ -800,8 +800,8 @@ fn a_next_source_is_chosen_among_the_passages_unread_names() {
 }
 
 /// With next sources weighed, the passages' unread names are ranked by how much likelier the
-/// model finds each after the read prompt than after an empty one, not by the first alone:
-/// the name it finds likelier outright but no likelier for the question is not followed.
+/// model finds each after the read prompt than after that prompt without the question: the
+/// name it finds likelier outright but no likelier for the question is not followed.
 #[test]
 fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
     let t = walkrag_walker::testing::index_of(
@@ -823,7 +823,7 @@ fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
         reply(format!("Answer: Kessel\nSources: [{d2}]")),
     ])
     .with_scores(|item| {
-        let read = item.messages.iter().any(|m| m.content.contains("Velmora"));
+        let read = item.messages.iter().any(|m| m.content.contains(QUESTION));
         match (read, item.continuation.contains("Ilsa Brandt")) {
             (true, true) => -4.0,
             (true, false) => -2.0,
