@@ -107,7 +107,8 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
          ones of the strategy's ranking. EM/F1: SQuAD normalisation, best over the answer and \
          its aliases. Costs are means per question. Found first by: the search that first \
          returned a read chunk of each supporting document (the question's own, a model's \
-         descriptor or pick, a hint, the walk's fallback, a link, memory).\n"
+         descriptor or pick, a hint, the walk's fallback, a link, a name written in a passage, \
+         memory).\n"
     );
     md.push_str("![recall@k and cost](chart.svg)\n");
     md

@@ -10,10 +10,11 @@ use walkrag_engine::ChunkId;
 use crate::answer::{Answer, Termination};
 use crate::event::{Event, Sink};
 use crate::links::Links;
+use crate::names;
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::{Origin, Step};
-use crate::walk::{cited_first, linked, rank, LINKS_QUERY};
+use crate::walk::{cited_first, interleave, linked, rank, read_names, LINKS_QUERY};
 
 /// Link following with no model call before the answer.
 #[derive(Debug, Clone)]
@@ -28,6 +29,9 @@ pub struct Linked {
     pub follow_from: usize,
     /// Most passages shown in the answer step, as in the walk.
     pub answer_passages: usize,
+    /// Also search, in each hop, the first this many names written in the cycle's passages
+    /// and not read yet ([`crate::names`]), each with the question; 0: none.
+    pub names: usize,
     /// The model of the answer step; `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
 }
@@ -39,6 +43,7 @@ impl Default for Linked {
             max_cycles: 2,
             follow_from: 1,
             answer_passages: 5,
+            names: 0,
             answer_model: None,
         }
     }
@@ -55,6 +60,7 @@ impl Strategy for Linked {
             "max_cycles": self.max_cycles,
             "follow_from": self.follow_from,
             "answer_passages": self.answer_passages,
+            "names": self.names,
             "answer_model": answer_model_id(&self.answer_model),
         })
     }
@@ -93,20 +99,32 @@ impl Strategy for Linked {
                 }
                 let from: Vec<ChunkId> = new.iter().take(self.follow_from).copied().collect();
                 let (hits, ms) = linked(&run, &question_vector, &links, &from, self.k);
-                if hits.is_empty() {
+                let offered = if self.names == 0 {
+                    Vec::new()
+                } else {
+                    names::unread(run.env.index, &links, &new, question, &read_names(&run))
+                };
+                if hits.is_empty() && offered.is_empty() {
                     break Termination::NothingNew;
                 }
                 cycle += 1;
                 run.emit(Event::Cycle { cycle });
-                new = hits.iter().map(|h| h.chunk_id).collect();
-                run.record_retrieval(
-                    cycle,
-                    Origin::Link,
-                    LINKS_QUERY.to_string(),
-                    self.k,
-                    hits,
-                    ms,
-                );
+                // Links first, as in the walk: a chunk both find was found by the links.
+                let mut lists = vec![hits.iter().map(|h| h.chunk_id).collect::<Vec<_>>()];
+                if !hits.is_empty() {
+                    let what = LINKS_QUERY.to_string();
+                    run.record_retrieval(cycle, Origin::Link, what, self.k, hits, ms);
+                }
+                for name in offered.iter().take(self.names) {
+                    let query = format!("{name}: {question}");
+                    let hits = run.retrieve(cycle, Origin::Name, &query, self.k, true)?;
+                    lists.push(hits.iter().map(|h| h.chunk_id).collect());
+                }
+                new = interleave(&lists);
+                new.truncate(self.k);
+                if new.is_empty() {
+                    break Termination::NothingNew;
+                }
                 run.mark_read(&new);
                 cycles_read.push(new.clone());
             };

@@ -95,6 +95,8 @@ pub struct Options {
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
     pub constrain_read: bool,
+    /// `links`: unread names of the passages searched per hop (see [`crate::Linked::names`]).
+    pub names: Option<usize>,
     /// `walk`: where next sources come from (see [`crate::NextSources`]).
     pub next_sources: crate::NextSources,
     /// `walk`: read cycles before the model's verdict may end it (see
@@ -152,6 +154,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             }
             if let Some(max_cycles) = options.max_cycles {
                 linked.max_cycles = max_cycles;
+            }
+            if let Some(names) = options.names {
+                linked.names = names;
             }
             linked.answer_model = options.answer_model.clone();
             Ok(Box::new(linked))

@@ -172,16 +172,20 @@ pub enum Origin {
     Link,
     /// Facts remembered from earlier questions (`--memory`).
     Memory,
+    /// A name written in the passages read and not read yet, searched with the question
+    /// (no model call: see [`crate::names`]).
+    Name,
 }
 
 impl Origin {
     /// Every origin, in the order reports list them.
-    pub const ALL: [Origin; 6] = [
+    pub const ALL: [Origin; 7] = [
         Origin::Question,
         Origin::Model,
         Origin::Hint,
         Origin::Fallback,
         Origin::Link,
+        Origin::Name,
         Origin::Memory,
     ];
 
@@ -197,6 +201,7 @@ impl Origin {
             Origin::Fallback => "fallback",
             Origin::Link => "link",
             Origin::Memory => "memory",
+            Origin::Name => "name",
         }
     }
 }

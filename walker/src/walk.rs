@@ -744,7 +744,7 @@ fn resolve(
 
 /// The titles and headings of everything read so far: a next source that names one of them
 /// would find nothing new.
-fn read_names(run: &Run<'_>) -> Vec<String> {
+pub(crate) fn read_names(run: &Run<'_>) -> Vec<String> {
     let index = run.env.index;
     let mut names: Vec<String> = Vec::new();
     for row in run.read().iter().filter_map(|&id| index.row_of(id)) {
@@ -930,7 +930,7 @@ pub(crate) fn cited_first(citations: &[ChunkId], ranking: &[ChunkId]) -> Vec<Chu
 
 /// The lists merged by rank: every list's first, then every list's second, ..., each chunk
 /// once.
-fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
+pub(crate) fn interleave(lists: &[Vec<ChunkId>]) -> Vec<ChunkId> {
     let mut merged: Vec<ChunkId> = Vec::new();
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
     for rank in 0..longest {

@@ -140,6 +140,11 @@ pub struct Args {
     /// passages than after the passages alone (needs a local model).
     #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
     next_sources: String,
+    /// links: in each hop, also search the first N names written in the passages read that
+    /// were not read yet (index titles they mention, capitalised names), each with the
+    /// question [default: 0].
+    #[arg(long, value_name = "N")]
+    names: Option<usize>,
     /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
     /// (with --constrain-read, every read before the Nth must name where to look next).
     #[arg(long, value_name = "N")]
@@ -180,6 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
         constrain_read: args.constrain_read,
         next_sources: super::next_sources(&args.next_sources),
+        names: args.names,
         min_cycles: args.min_cycles,
         answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
             .map(AnswerModel),

@@ -3,7 +3,7 @@
 use walkrag_walker::testing::{
     block_on, chunk_of, collect, env, test_index, ScriptedChatModel, Turn,
 };
-use walkrag_walker::{Event, Linked, Step, Strategy, Termination, LINKS_QUERY};
+use walkrag_walker::{Event, Linked, Origin, Step, Strategy, Termination, LINKS_QUERY};
 
 /// Finds Velmora first (its words), whose record names Ilsa Brandt.
 const QUESTION: &str = "Who is the mayor of Velmora?";
@@ -85,4 +85,58 @@ fn stops_when_the_passages_link_nowhere_new() {
     assert_eq!(answer.cycles, 1);
     assert_eq!(answer.usage.llm_calls, 1);
     assert!(!answer.found);
+}
+
+/// With `names`, a hop also searches the unread names written in the passages (here one that
+/// titles nothing), each with the question, recorded as found by a name.
+#[test]
+fn a_hop_searches_the_names_written_in_the_passages() {
+    let t = walkrag_walker::testing::index_of(
+        r#"{"id": "d1", "title": "Velmora", "text": "Velmora is a river town; its mayor was born in the Kessel Highlands."}
+{"id": "d2", "title": "Mountains", "text": "The Kessel Highlands rise north of the river plain."}
+{"id": "d3", "title": "Orchards", "text": "Apple orchards surround the valley."}
+"#,
+    );
+    let (d1, d2) = (chunk_of(&t.index, "d1"), chunk_of(&t.index, "d2"));
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: the Kessel Highlands\nSources: [{d1}]"
+    ))]);
+    let question = "Velmora mayor: where was the mayor born?";
+    let strategy = Linked {
+        k: 1,
+        names: 2,
+        ..Linked::default()
+    };
+    let answer = block_on(strategy.run(
+        question,
+        env(&t.index, &model),
+        &mut collect(&mut Vec::new()),
+    ))
+    .unwrap();
+    let retrievals: Vec<(Origin, String, Vec<_>)> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some((
+                r.origin,
+                r.query.clone(),
+                r.hits.iter().map(|h| h.chunk_id).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retrievals,
+        [
+            (Origin::Question, question.to_string(), vec![d1]),
+            (
+                Origin::Name,
+                format!("Kessel Highlands: {question}"),
+                vec![d2]
+            ),
+        ]
+    );
+    assert_eq!(answer.usage.llm_calls, 1, "no model call before the answer");
+    assert!(answer.ranked.contains(&d2));
 }
