@@ -2519,19 +2519,8 @@ impl<'s> Run<'s> {
         purpose: &str,
         items: Vec<ScoreItem>,
     ) -> Result<Vec<f32>, ChatError> {
-        let n = items.len();
-        let (result, call) = llm::score(model, cycle, purpose, items).await;
-        self.trace.steps.push(Step::Score(call));
-        let scores = result?;
-        self.cost.add_call(scores.usage);
-        if scores.scores.len() != n {
-            return Err(ChatError::Permanent(format!(
-                "{} weighed {} of {n} continuations",
-                model.id(),
-                scores.scores.len()
-            )));
-        }
-        Ok(scores.scores)
+        let steps = &mut self.trace.steps;
+        llm::score_recorded(model, cycle, purpose, items, steps, &mut self.cost).await
     }
 
     /// The answer: `text` to the user (also sent as one `token` event).

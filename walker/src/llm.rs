@@ -6,8 +6,9 @@ use walkrag_core::{
     chat, ChatError, ChatModel, ChatRequest, Completion, Delta, FinishReason, ScoreItem, Scores,
 };
 
+use crate::answer::Cost;
 use crate::control::Control;
-use crate::trace::{LlmCall, ScoreCall};
+use crate::trace::{LlmCall, ScoreCall, Step};
 
 /// Streams `request` to `model`, giving each piece of text to `on_text` as it arrives, and
 /// returns the completion with the call's record for the trace. When `control` says stop,
@@ -113,4 +114,29 @@ pub async fn score(
         error: result.as_ref().err().map(ToString::to_string),
     };
     (result, call)
+}
+
+/// [`score`], the call recorded in `steps` and its tokens added to `cost`: the scores in the
+/// items' order, or an error unless every item got one.
+pub async fn score_recorded(
+    model: &dyn ChatModel,
+    cycle: usize,
+    purpose: &str,
+    items: Vec<ScoreItem>,
+    steps: &mut Vec<Step>,
+    cost: &mut Cost,
+) -> Result<Vec<f32>, ChatError> {
+    let n = items.len();
+    let (result, call) = score(model, cycle, purpose, items).await;
+    steps.push(Step::Score(call));
+    let scores = result?;
+    cost.add_call(scores.usage);
+    if scores.scores.len() != n {
+        return Err(ChatError::Permanent(format!(
+            "{} weighed {} of {n} continuations",
+            model.id(),
+            scores.scores.len()
+        )));
+    }
+    Ok(scores.scores)
 }

@@ -319,19 +319,9 @@ impl<'a> Run<'a> {
         purpose: &str,
         items: Vec<ScoreItem>,
     ) -> Result<Vec<f32>, ChatError> {
-        let n = items.len();
-        let (result, call) = llm::score(self.env.model, cycle, purpose, items).await;
-        self.trace.steps.push(Step::Score(call));
-        let scores = result?;
-        self.cost.add_call(scores.usage);
-        if scores.scores.len() != n {
-            return Err(ChatError::Permanent(format!(
-                "{} weighed {} of {n} continuations",
-                self.env.model.id(),
-                scores.scores.len()
-            )));
-        }
-        Ok(scores.scores)
+        let model = self.env.model;
+        let steps = &mut self.trace.steps;
+        llm::score_recorded(model, cycle, purpose, items, steps, &mut self.cost).await
     }
 
     /// The answer step: the question, optional notes (facts gathered), and the passages of
