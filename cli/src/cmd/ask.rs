@@ -177,6 +177,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.contains(&args.strategy.as_str()) {
         bail!("--answer-model works with the walk, single and links strategies");
     }
+    if args.names.is_some() && args.strategy != "links" {
+        bail!("--names works with the links strategy (its hop searches the names)");
+    }
+    if args.next_sources != "written" && args.strategy != "walk" {
+        bail!("--next-sources works with the walk strategy");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,

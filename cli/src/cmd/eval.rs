@@ -225,6 +225,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!("--answer-model works with the walk, single and links strategies");
     }
+    let runs = |name: &str| args.strategies.iter().any(|s| s.trim() == name);
+    if args.names.is_some() && !runs("links") {
+        bail!("--names works with the links strategy (its hop searches the names)");
+    }
+    if args.next_sources != "written" && !runs("walk") {
+        bail!("--next-sources works with the walk strategy");
+    }
     let options = Options {
         k: args.k,
         max_cycles: args.max_cycles,
