@@ -249,8 +249,7 @@ impl Walk {
                     facts: cycle_facts,
                     descriptors,
                     sufficient,
-                    messages,
-                    unasked,
+                    prompts,
                 } = self
                     .read(&mut run, cycle, question, &facts, &new, &hints, offered)
                     .await?;
@@ -283,13 +282,12 @@ impl Walk {
                     verdict => verdict,
                 };
                 // Weighed names go first: the model's own are what they are meant to improve on.
-                let mut descriptors = if self.next_sources == NextSources::Weighed
-                    && sufficient != Some(true)
-                    && cycle < self.max_cycles
-                    && !names.is_empty()
-                {
+                let weighing = prompts.filter(|_| {
+                    sufficient != Some(true) && cycle < self.max_cycles && !names.is_empty()
+                });
+                let mut descriptors = if let Some(prompts) = weighing {
                     let mut weighed = self
-                        .weigh(&mut run, cycle, question, [messages, unasked], &names)
+                        .weigh(&mut run, cycle, question, prompts, &names)
                         .await?;
                     weighed.extend(descriptors);
                     weighed
@@ -414,10 +412,6 @@ impl Walk {
                 ],
             )
         };
-        let unasked = vec![
-            Message::system(prompt::READ_SYSTEM),
-            Message::user(user_of("")),
-        ];
         let mut user = user_of(question);
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
@@ -479,7 +473,14 @@ impl Walk {
             resolved.extend(fresh);
             events
         };
-        let messages = request.messages.clone();
+        // Weighing names compares the read prompt with itself without the question.
+        let prompts = (self.next_sources == NextSources::Weighed).then(|| {
+            let unasked = vec![
+                Message::system(prompt::READ_SYSTEM),
+                Message::user(user_of("")),
+            ];
+            [request.messages.clone(), unasked]
+        });
         let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
         for item in reader.finish() {
             let item = resolve(item);
@@ -537,8 +538,7 @@ impl Walk {
             facts: new_facts,
             descriptors,
             sufficient,
-            messages,
-            unasked,
+            prompts,
         })
     }
 
@@ -667,14 +667,13 @@ impl Walk {
     }
 }
 
-/// What a read step gave: its facts, the model's descriptors and verdict, the prompt it read,
-/// and that prompt without the question (weighing names compares the two).
+/// What a read step gave: its facts, the model's descriptors and verdict, and, where next
+/// sources are weighed, the prompt it read and that prompt without the question.
 struct Read {
     facts: Vec<Fact>,
     descriptors: Vec<Descriptor>,
     sufficient: Option<bool>,
-    messages: Vec<Message>,
-    unasked: Vec<Message>,
+    prompts: Option<[Vec<Message>; 2]>,
 }
 
 /// A read-step item with its source matched.
