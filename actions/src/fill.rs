@@ -154,6 +154,29 @@ impl Sources {
                 || self.returned.iter().any(|r| spaced(r) == text))
     }
 
+    /// The user's messages, in order.
+    pub fn messages(&self) -> &[String] {
+        &self.said
+    }
+
+    /// Whether the user wrote `value` (a string as words of a message, a number as a number
+    /// in one) and no response returned it.
+    pub fn user_wrote(&self, value: &Value) -> bool {
+        match value {
+            Value::String(text) => {
+                let text = spaced(text);
+                !text.is_empty()
+                    && self.said.iter().any(|said| spaced(said).contains(&text))
+                    && !self.returned.iter().any(|r| spaced(r) == text)
+            }
+            Value::Number(number) => self
+                .said
+                .iter()
+                .any(|said| numbers_in(said).iter().any(|n| same_number(n, number))),
+            _ => false,
+        }
+    }
+
     fn holds_number(&self, number: &Number) -> bool {
         self.numbers.iter().any(|n| same_number(n, number))
     }

@@ -49,6 +49,7 @@ mod error;
 mod examples;
 mod exec;
 mod fill;
+mod given;
 mod probe;
 mod record;
 mod schema;

@@ -164,6 +164,9 @@ pub struct ActionSettings {
     /// The weight of judging each listed operation alone in a weighed pick
     /// ([`Actions::judge_weight`]; the strategy's default, off, when `None`).
     pub judge_weight: Option<f32>,
+    /// The value check's margin ([`Actions::value_margin`]): `None` keeps the strategy's
+    /// default, `Some(None)` turns the check off.
+    pub value_margin: Option<Option<f32>>,
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
@@ -195,6 +198,7 @@ impl std::fmt::Debug for ActionSettings {
             .field("guess", &self.guess)
             .field("weigh", &self.weigh)
             .field("judge_weight", &self.judge_weight)
+            .field("value_margin", &self.value_margin)
             .field("calibration", &self.calibration)
             .field("nearness_weight", &self.nearness_weight)
             .field("vote_weight", &self.vote_weight)
@@ -375,6 +379,9 @@ fn strategy_for(
     actions.weigh = settings.weigh;
     if let Some(weight) = settings.judge_weight {
         actions.judge_weight = weight;
+    }
+    if let Some(margin) = settings.value_margin {
+        actions.value_margin = margin;
     }
     if let Some(weight) = settings.calibration {
         actions.calibration = weight;

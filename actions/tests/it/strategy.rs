@@ -1289,6 +1289,79 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     assert_eq!(answer.trace.config["list_weight"], json!(0.0));
 }
 
+/// A weighing model that picks `getNote` and judges the value check's question by `given`:
+/// how much likelier "yes" reads than "no" for the value it quotes.
+fn judging_values(turns: Vec<Turn>, given: fn(&str) -> f32) -> ScriptedChatModel {
+    ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
+        let user = &item.messages.last().expect("a prompt").content;
+        if user.starts_with("The user said:") {
+            let yes = given(user);
+            match item.continuation.as_str() {
+                "yes" => -1.0 + yes,
+                _ => -1.0,
+            }
+        } else if item.continuation.contains("getNote") || user.contains("Operation: getNote:") {
+            -0.5
+        } else {
+            -20.0
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_value_the_model_judges_not_given_is_asked_for_and_one_it_judges_given_is_sent() {
+    let server = Server::start().await;
+    let index = notes_index();
+    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    // "I can't find its number": the copy constraint lets `noteId` be "its", the check
+    // does not.
+    let lacking = |user: &str| if user.contains("\"its\"") { -3.0 } else { 2.0 };
+    let model = judging_values(vec![call("getNote", json!({"noteId": "its"}))], lacking);
+    let request = "Open my shopping note, I can't find its number";
+    let (answer, _) = run(&actions, &index, &model, request).await;
+    assert_eq!(answer.termination, Termination::AskedUser);
+    let step = &executed(&answer)[0];
+    assert_eq!(step.asked, ["noteId"]);
+    assert!(step.request.is_none(), "nothing is built to send");
+    assert!(
+        step.repairs[0].starts_with("noteId: \"its\" judged not given by the user"),
+        "{:?}",
+        step.repairs
+    );
+    let checks: Vec<&ScoreCall> = score_calls(&answer)
+        .into_iter()
+        .filter(|c| c.purpose == "inputs: given by the user?")
+        .collect();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].items.len(), 2, "yes and no for the one value");
+    assert_eq!(answer.trace.config["value_margin"], json!(0.0));
+
+    // The same value judged given is sent; and with the check off, nothing is weighed.
+    let model = judging_values(
+        vec![call("getNote", json!({"noteId": "1"})), respond("Shown.")],
+        lacking,
+    );
+    let (answer, _) = run(&actions, &index, &model, "Show note 1").await;
+    assert_eq!(executed(&answer)[0].outcome, "response");
+    let mut unchecked = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    unchecked.value_margin = None;
+    let model = judging_values(
+        vec![call("getNote", json!({"noteId": "its"})), respond("Shown.")],
+        lacking,
+    );
+    let (answer, _) = run(&unchecked, &index, &model, request).await;
+    assert_eq!(
+        executed(&answer)[0].checked_params,
+        Some(json!({"noteId": "its"}))
+    );
+    assert!(model
+        .scored
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|item| !item.messages[1].content.starts_with("The user said:")));
+}
+
 #[tokio::test]
 async fn a_pick_model_guesses_and_weighs_the_pick_and_the_chat_model_writes_the_turns() {
     let server = Server::start().await;

@@ -45,6 +45,7 @@ fn settings() -> ActionSettings {
         guess: false,
         weigh: false,
         judge_weight: None,
+        value_margin: None,
         calibration: None,
         nearness_weight: None,
         vote_weight: None,
