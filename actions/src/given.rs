@@ -2,10 +2,14 @@
 //!
 //! [`crate::fill`] lets a value be only a copy of what the user said, which rules out invented
 //! values but not a copy of the wrong words: "I don't know her username" still holds the span
-//! `she`. So each required input filled with the user's words is judged by the model, as a
-//! reader would: one scoring call weighs "yes" against "no" after "did the user give this
-//! value for this input?", and a value whose log P(yes) − log P(no) falls below
-//! [`crate::Actions::value_margin`] is taken back, which asks the user for it.
+//! `her`. So each required input filled with the user's words is read again by the model, as
+//! a reader would: after "what did the user give as this input? Reply with the value as the
+//! user wrote it, or with NONE", one scoring call weighs the value's first word against
+//! `NONE`, and a value whose log-probability falls more than
+//! [`crate::Actions::value_margin`] below `NONE`'s is taken back, which asks the user for it.
+//! (Weighing "yes" against "no" after "did the user give this value?" does not separate given
+//! from lacking values with a 0.5B model; reading the value out does:
+//! `docs/results/actions-discourse/given/`.)
 //!
 //! Values the API returned are not judged (the user did not give them and need not have);
 //! nor are an enum's values or booleans (choices the request makes, not values it gives).
@@ -16,7 +20,10 @@ use walkrag_core::{Message, ScoreItem};
 use crate::action::{Action, Input};
 use crate::fill::Sources;
 
-const SYSTEM: &str = "You check whether a user gave the values an API request needs.";
+const SYSTEM: &str = "You read the values an API request needs out of what a user wrote.";
+
+/// What the reply is when the user did not give the value.
+const NONE: &str = "NONE";
 
 /// The longest input description shown, in characters.
 const DESCRIPTION_CHARS: usize = 160;
@@ -42,7 +49,8 @@ pub(crate) fn judged<'a>(
         .collect()
 }
 
-/// Two items per judged value, "yes" then "no", after the question about it.
+/// Two items per judged value after the question about it: the value's first word as the
+/// user wrote it, then [`NONE`].
 pub(crate) fn items(
     said: &[String],
     action: &Action,
@@ -55,12 +63,12 @@ pub(crate) fn items(
     let what = action
         .summary
         .as_deref()
-        .map_or(String::new(), |summary| format!(" ({summary})"));
+        .map_or(String::new(), |summary| format!(" ({})", summary.trim()));
     judged
         .iter()
         .flat_map(|(input, value)| {
-            let shown = match value {
-                Value::String(text) => format!("\"{text}\""),
+            let written = match value {
+                Value::String(text) => text.split_whitespace().next().unwrap_or("").to_string(),
                 other => other.to_string(),
             };
             let described = input
@@ -74,21 +82,26 @@ pub(crate) fn items(
                         d.chars().take(DESCRIPTION_CHARS).collect::<String>()
                     )
                 });
+            let name = &input.name;
             let question = format!(
-                "The user said:\n{}\n\nThe request {}{what} needs `{}`{described}. It would be \
-                 sent with {shown}.\n\nDid the user give {shown} as `{}`? Answer yes or no.",
+                "The user said:\n{}\n\nThe request {}{what} needs `{name}`{described}.\n\nWhat \
+                 did the user give as `{name}`? Reply with the value exactly as the user wrote \
+                 it, or with {NONE} if the user did not give it.",
                 quoted.join("\n"),
                 action.operation_id,
-                input.name,
-                input.name,
             );
             let messages = vec![Message::system(SYSTEM), Message::user(question)];
-            ["yes", "no"].map(|answer| ScoreItem {
+            [written, NONE.to_string()].map(|continuation| ScoreItem {
                 messages: messages.clone(),
-                continuation: answer.to_string(),
+                continuation,
             })
         })
         .collect()
+}
+
+/// Per judged value, log P(its first word) − log P([`NONE`]), from the scores of [`items`].
+pub(crate) fn gains(scores: &[f32]) -> Vec<f32> {
+    scores.chunks_exact(2).map(|s| s[0] - s[1]).collect()
 }
 
 #[cfg(test)]
@@ -136,22 +149,22 @@ mod tests {
     }
 
     #[test]
-    fn the_question_names_the_value_the_input_and_what_was_said() {
+    fn the_question_names_the_input_and_what_was_said_and_weighs_the_first_word() {
         let action = action();
-        let judged = vec![(&action.inputs[0], json!("her"))];
-        let said = vec!["show the messages of her".to_string()];
+        let judged = vec![(&action.inputs[0], json!("her friend"))];
+        let said = vec!["show the messages of her friend".to_string()];
         let items = items(&said, &action, &judged);
-        assert_eq!(items.len(), 2);
-        assert_eq!(items[0].continuation, "yes");
-        assert_eq!(items[1].continuation, "no");
+        let answers: Vec<&str> = items.iter().map(|i| i.continuation.as_str()).collect();
+        assert_eq!(answers, ["her", "NONE"]);
         let asked = &items[0].messages[1].content;
         expect_test::expect![[r#"
             The user said:
-            "show the messages of her"
+            "show the messages of her friend"
 
-            The request listMessages (List a user's messages) needs `username`: The user's login name. It would be sent with "her".
+            The request listMessages (List a user's messages) needs `username`: The user's login name.
 
-            Did the user give "her" as `username`? Answer yes or no."#]]
+            What did the user give as `username`? Reply with the value exactly as the user wrote it, or with NONE if the user did not give it."#]]
         .assert_eq(asked);
+        assert_eq!(gains(&[-1.0, -3.5, -6.0, -0.5]), [2.5, -5.5]);
     }
 }

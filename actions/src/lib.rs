@@ -77,6 +77,6 @@ pub use secret::{scheme_env_var, Credentials, Secret, ENV_PREFIX};
 pub use spec::{is_openapi, parse_document, Catalog};
 pub use strategy::{
     credential_question, missing_question, Actions, Api, Conversation, Probes, SYSTEM_PROMPT,
-    TOOLS_PROMPT,
+    TOOLS_PROMPT, VALUE_MARGIN,
 };
 pub use validate::{Invalid, Prepared, PreparedBody, Problem};

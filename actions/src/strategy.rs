@@ -66,14 +66,11 @@ pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
 const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
 const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
 
-/// The weighed pick's judgment of one listed operation: does it do what the request asks
-/// (the operation's line, then the request, then the question; read as "yes" against "no").
-const JUDGE_SYSTEM: &str = "You check whether an API operation does what a user asks.";
-const JUDGE_QUESTION: &str =
-    "Does this operation do exactly what the request asks? Answer yes or no.";
-
-/// The default [`Actions::value_margin`].
-pub const VALUE_MARGIN: f32 = 0.0;
+/// The margin of the value check ([`Actions::value_margin`]) chosen on the development
+/// requests (Discourse d01–d42, Intercom s01–s30): −4.5 left the most requests with every
+/// value judged right. Replayed on the recorded fills of three untuned sets it fixed 5 asks
+/// and broke 5 (`docs/results/actions-discourse/given/`), so the check is off by default.
+pub const VALUE_MARGIN: f32 = -4.5;
 
 /// How far a weighed pick's shortlist leans on the best ranks of each ranking it fuses (the
 /// search's and the request reading's): reciprocal rank fusion's k, low so the two firsts
@@ -174,131 +171,67 @@ pub struct Actions {
     /// Every operation of the APIs by its words, rebuilt when an API is added.
     keywords: Keywords,
     confirm: Arc<dyn Confirm>,
-    /// Operation cards shown per search: 5 fit a small model's prompt with room to spare.
+    /// Operation cards shown per search: 5.
     pub k: usize,
     /// Operations ranked per search (what retrieval recall is measured on): 10.
     pub ranked_k: usize,
     /// Fuse the embedding ranking with a word-level (BM25) ranking of the operations: on.
-    /// A request often names the operation's own words ("search", "members") that the
-    /// embedding ranks below operations on the same subject.
     pub hybrid: bool,
-    /// Before the first search, ask the model which operation ids the API would give the
-    /// request ("Ban user 88" → `suspendUser, banUser`) and search with their words too,
-    /// fused with the request's rankings: on. Requests often name what they want in words the
-    /// operations do not use (ban/suspend, account/user). [`Actions::pick_model`] writes the
-    /// guess where one is given.
+    /// Before the first search, ask the model ([`Actions::pick_model`] where given) which
+    /// operation ids the API would give the request, and search with their words too: on.
     pub guess: bool,
-    /// With a model that can weigh continuations ([`walkrag_core::ChatModel::can_score`]:
-    /// local models), pick the operation by weighing instead of writing its id: on. Each of
-    /// the [`Actions::pool`] operations the search ranks first gets the likelihood of the
-    /// request as a request for it (from its line); the [`Actions::pick_k`] best by that
-    /// reading and the search together are then read as a list, and each gets
-    /// [`Actions::list_weight`] times the likelihood of its id as the pick from that list,
-    /// less [`Actions::calibration`] times its likelihood after the list with a blank request
-    /// (and [`Actions::judge_weight`] times its judgment alone); the highest sum is picked. A
-    /// small model that writes a pick follows one shared word ("notifications" →
-    /// `setNotificationLevel`); having to account for every word of the request does not, and
-    /// it reaches operations the search ranks far down ("end every session" → `logOutUser`).
-    /// A request that opens with a question ("Which users are suspended?") is picked among
-    /// the listed operations that change nothing, where one is listed: replayed on the
-    /// recorded picks of 13 request sets this changes 4 of 402, each to the right operation
-    /// (`docs/results/actions-discourse/`, row 21).
+    /// Pick by weighing where the model can ([`ChatModel::can_score`]), instead of having it
+    /// write an id: on. Each of the [`Actions::pool`] operations ranked first gets the
+    /// likelihood of the request after its line; the [`Actions::pick_k`] best of that and the
+    /// search, fused, are read as a list, each getting [`Actions::list_weight`] times its id's
+    /// likelihood as the pick, less [`Actions::calibration`] times that after a blank
+    /// request, plus nearness, the examples' vote and the probe; the highest sum is picked.
+    /// Figures: `docs/results/actions-discourse/`.
     pub weigh: bool,
-    /// Operations whose request reading is weighed per pick: 30 of the search's ranking.
+    /// Operations whose request reading is weighed per pick: 30.
     pub pool: usize,
-    /// Operations read as a list per weighed pick: 10 (the best of the pool by the request
-    /// reading's rank fused with the search's).
+    /// Operations read as a list per weighed pick: 10.
     pub pick_k: usize,
-    /// The weight of the list reading against the request reading in a weighed pick: 2.
+    /// The weight of the list reading against the request reading: 2.
     pub list_weight: f32,
-    /// How much of the list reading with a blank request ("N/A") is taken from each id's
-    /// list reading in a weighed pick: 0.5 (0 turns the blank read off). A small model
-    /// favours some ids on a list whatever the request (the first lines, words the line
-    /// shares with the prompt); the blank read measures that lean, in the same scoring call,
-    /// and taking half of it away took the weighed pick on held-out sets 4, 5 and 6 from 11,
-    /// 20 and 17 of 30 to 14, 22 and 19 (replayed offline on their recorded readings), and
-    /// live, on the blind sets 7 and 8, from 14 and 19 to 15 and 21:
-    /// `docs/results/actions-discourse/`, row 11.
+    /// How much of the list reading with a blank request ("N/A") is taken from each id's:
+    /// 0.5 (0 turns the blank read off). It measures the model's lean on the list whatever
+    /// the request.
     pub calibration: f32,
-    /// The weight of nearness in a weighed pick; `None`, the default: 10, or 30 where some
-    /// operation's examples were given in a file ([`Action::examples_given`]). Each listed
-    /// operation also gets this
-    /// weight times the embedding similarity of the request to the operation's nearest
-    /// text: its record's, or one of its example requests' where the index has them
-    /// (`walkrag index --examples`). The readings of a small model split near neighbours on
-    /// one shared word; nearness measures the whole request against every phrasing kept for
-    /// the operation, at no model call. Replayed offline on the recorded readings of 240
-    /// picks on held-out sets 7 to 12, it took the pick from 134 to 147 right (and from 134
-    /// to 138 with the records alone); live, on the blind set 13, from 13 to 15 of 30 (from
-    /// 14 to 17 with examples): `docs/results/actions-discourse/`, row 16. With requests given
-    /// as examples, replayed on the 420 recorded picks of held-out 14 to 27, 30 took the pick
-    /// from 316 to 337 right, and to 347 with the vote (row 34, row 37).
+    /// The weight of the request's embedding similarity to each listed operation's nearest
+    /// text (its record or an example request); `None`: 10, or 30 where examples were given
+    /// in a file ([`Action::examples_given`]).
     pub nearness_weight: Option<f32>,
-    /// The weight of the vote in a weighed pick, where the index holds example requests;
-    /// `None`, the default: 10, or 5 beside the probe ([`Actions::probe_weight`]). 0 turns
-    /// it off. The [`VOTE_K`] example requests nearest to the request vote for
-    /// their operations, each by the softmax of its similarity ([`VOTE_TEMPERATURE`]); each
-    /// listed operation gets this weight times its share of the vote, and the operation with
-    /// the largest share is always listed. Nearness counts the one nearest text; the vote
-    /// counts how many near requests agree, as a nearest-neighbour classifier would. Replayed
-    /// offline on the recorded readings of 420 picks on held-out sets 14 to 27, with the
-    /// requests of the sets before each given as examples, it took the pick from 337 to 347
-    /// right (nearness weight 30): `docs/results/actions-discourse/`, row 37. Tuned with
-    /// requests given as examples (`walkrag index --examples-from`), not with written ones.
+    /// The weight of the [`VOTE_K`] nearest example requests' vote for their operations;
+    /// `None`: 10, or 5 beside the probe. The most voted operation is always listed.
     pub vote_weight: Option<f32>,
-    /// The weight of the probe in a weighed pick; `None`, the default: 4 where the examples
-    /// given in a file ([`Action::examples_given`]) average 8 or more per operation, else 0
-    /// (off: fit on a few per operation, it loses picks).
-    /// The probe is a softmax regression from a request's embedding to the operation it is
-    /// an example of, fit on every example request in the index the first time the strategy
-    /// runs with it (`probe.rs`: about 2.5 seconds for 1,500 requests here) and kept in
-    /// [`Actions::probes`]; each listed
-    /// operation gets this weight times the log of its probability (floored at 1e-4), and
-    /// the operation the probe finds likeliest is always listed. Beside it nearness weighs 15
-    /// and the vote 5, unless set. Replayed offline on the 630 recorded picks of the blind
-    /// sets 29 to 49, each with a probe fit on the sets before it, it took the pick from 513
-    /// to 562 right (`docs/results/actions-discourse/`, row 81).
+    /// The weight of the log-probability the probe (`probe.rs`, a softmax regression from a
+    /// request's embedding to the operation it is an example of, fit on the index's example
+    /// requests) gives each listed operation; `None`: 4 where the examples given in a file
+    /// average 8 or more per operation, else 0. The likeliest is always listed.
     pub probe_weight: Option<f32>,
-    /// The weight of the judgment in a weighed pick: 0, off. Above 0, each listed operation
-    /// is also judged alone ("does this operation do exactly what the request asks?") in a
-    /// third scoring call, and the pick adds this weight times log P(yes) − log P(no). At 8
-    /// (chosen on held-out 4: 12 → 16 of 30) it took held-out 5 from 20 to 23 of 30 replayed
-    /// offline, but held-out 6, written blind, from 17 to 16, at 1.22× the time per request
-    /// (`docs/results/actions-discourse/`, row 10), so it is not on by default.
-    pub judge_weight: f32,
-    /// The least log P(yes) − log P(no) at which a required input filled with the user's
-    /// words counts as given (`given.rs`): below it the value is taken back and the user is
-    /// asked for it; `None` turns the check off. Weighed by the model that finds the
-    /// operation, where it can weigh (local models). The default was chosen on the
-    /// development requests (`docs/results/actions-discourse/given/`).
+    /// The least log P(value) − log P(NONE) at which a required input filled with the user's
+    /// words counts as given (`given.rs`); below it the value is taken back and asked for.
+    /// `None`, the default, leaves the check off ([`VALUE_MARGIN`] is the margin chosen on
+    /// the development requests). Weighed by the model that finds the operation, where it
+    /// can weigh.
     pub value_margin: Option<f32>,
-    /// The model that finds the operation, where it is not the chat model: it writes the
-    /// guess of operation ids ([`Actions::guess`]) and weighs the pick; `None`, the chat
-    /// model. A larger local model reads near neighbours apart better (`silenceUser` and
-    /// `deactivateUser`) and guesses ids the search can use ("listLabels" where the small
-    /// model wrote "listTopics"); only the guess and the pick's readings pay for it, the
-    /// turns stay with the chat model. With the 0.5B chat model and the 1.5B model here,
-    /// weighing alone took the blind held-out set 10 from 14 to 24 of 30 picked right, at
-    /// 2.16× the time per request; the guess too took held-out 11 from 20 to 23 of 30 at
-    /// 1.01× (the 0.5B model alone: 15, in half the time); `docs/results/actions-discourse/`,
-    /// rows 13 and 14. Models that cannot weigh ([`ChatModel::can_score`]) leave the pick
-    /// written, by the chat model.
+    /// The model that writes the guess and weighs the pick (and the value check), where it is
+    /// not the chat model; a larger local model tells near neighbours apart better. The
+    /// turns stay with the chat model.
     pub pick_model: Option<Arc<dyn ChatModel>>,
-    /// Most model turns per request: 6 (search, call, fix a mistake, call again, reply, and
-    /// one spare), so a confused model always stops.
+    /// Most model turns per request: 6.
     pub max_turns: usize,
-    /// Calls in a row whose inputs are refused before giving up: 2 corrections.
+    /// Calls in a row whose inputs are refused before giving up: 2.
     pub max_invalid: usize,
-    /// Searches the model may make per request besides the first: 2 (small models otherwise
-    /// search on and on instead of calling what was found).
+    /// Searches the model may make per request besides the first: 2.
     pub max_finds: usize,
-    /// Most tokens per model turn: 256, far more than one action object takes.
+    /// Most tokens per model turn: 256.
     pub max_tokens: usize,
     /// Stops from outside (Ctrl-C): checked before each model turn.
     pub control: Control,
-    /// The probe fit on the examples of the index last run with ([`Actions::probe_weight`]).
-    /// Strategies built for one run (an eval builds one per request) share a clone of it, so
-    /// the probe is fit once.
+    /// The probe fit on the examples of the index last run with, shared by clones (an eval
+    /// builds one strategy per request), so it is fit once.
     pub probes: Probes,
 }
 
@@ -346,8 +279,7 @@ impl Actions {
             nearness_weight: None,
             vote_weight: None,
             probe_weight: None,
-            judge_weight: 0.0,
-            value_margin: Some(VALUE_MARGIN),
+            value_margin: None,
             pick_model: None,
             max_turns: 6,
             max_invalid: 2,
@@ -1023,10 +955,8 @@ impl Actions {
     /// The weighed pick ([`Actions::weigh`]), in two scoring calls: the request reading of
     /// every operation of the `pool` (the search's best first; each line without what the
     /// operation returns), then the list reading of the shortlist (the pool's best by both
-    /// rankings, fused) with "none" among them, read with
-    /// the request and, where [`Actions::calibration`] is above 0, again with a blank one; a
-    /// third judges each listed operation where [`Actions::judge_weight`] is above 0. `model`
-    /// does the weighing.
+    /// rankings, fused) with "none" among them, read with the request and, where
+    /// [`Actions::calibration`] is above 0, again with a blank one. `model` weighs.
     async fn pick_by_weight(
         &self,
         run: &mut Run<'_>,
@@ -1140,32 +1070,6 @@ impl Actions {
             .collect();
 
         let n = shortlist.len();
-        let judged = if self.judge_weight > 0.0 {
-            let items = shortlist
-                .iter()
-                .flat_map(|&i| {
-                    let messages = vec![
-                        Message::system(JUDGE_SYSTEM),
-                        Message::user(format!(
-                            "Operation: {}\n\nRequest: {request}\n\n{JUDGE_QUESTION}",
-                            lines[i].1.line_without_returns()
-                        )),
-                    ];
-                    ["yes", "no"].map(|answer| ScoreItem {
-                        messages: messages.clone(),
-                        continuation: answer.to_string(),
-                    })
-                })
-                .collect();
-            let read = run.score(model, 1, "pick: judgment", items).await?;
-            Some(
-                read.chunks_exact(2)
-                    .map(|yn| yn[0] - yn[1])
-                    .collect::<Vec<f32>>(),
-            )
-        } else {
-            None
-        };
         let nearness_weight = self.nearness_weight();
         let near = if nearness_weight > 0.0 {
             // Embedded already for the search, in a new request's first turn.
@@ -1192,18 +1096,12 @@ impl Actions {
         };
         let total: Vec<f32> = (0..n)
             .map(|k| {
-                let judgment = judged.as_ref().map_or(0.0, |j| self.judge_weight * j[k]);
                 let nearness = near.as_ref().map_or(0.0, |v| nearness_weight * v[k]);
                 let vote = share(k).map_or(0.0, |v| vote_weight * v);
                 let probe = probed
                     .as_ref()
                     .map_or(0.0, |p| probe_weight * p[shortlist[k]]);
-                asked[shortlist[k]]
-                    + self.list_weight * listed[k]
-                    + judgment
-                    + nearness
-                    + vote
-                    + probe
+                asked[shortlist[k]] + self.list_weight * listed[k] + nearness + vote + probe
             })
             .collect();
         let best = (0..n)
@@ -1217,10 +1115,6 @@ impl Actions {
             .iter()
             .enumerate()
             .map(|(k, &i)| {
-                let judgment = judged
-                    .as_ref()
-                    .map(|j| format!(", judged {:.2}", j[k]))
-                    .unwrap_or_default();
                 let nearness = near
                     .as_ref()
                     .map(|v| format!(", near {:.2}", v[k]))
@@ -1233,7 +1127,7 @@ impl Actions {
                     .map(|p| format!(", probe {:.2}", p[i]))
                     .unwrap_or_default();
                 format!(
-                    "{}: request {:.2}, list {}{judgment}{nearness}{vote}{probe}, total {:.2}",
+                    "{}: request {:.2}, list {}{nearness}{vote}{probe}, total {:.2}",
                     lines[i].0,
                     asked[i],
                     list_text(asked_list[k], blank.get(k)),
@@ -1575,15 +1469,14 @@ impl Actions {
         let read = run
             .score(model, turn, "inputs: given by the user?", items)
             .await?;
-        for ((input, value), yes_no) in judged.iter().zip(read.chunks_exact(2)) {
-            let gain = yes_no[0] - yes_no[1];
+        for ((input, value), gain) in judged.iter().zip(given::gains(&read)) {
             if gain < margin {
                 if let Value::Object(map) = checked {
                     map.remove(&input.name);
                 }
                 repairs.push(format!(
-                    "{}: {value} judged not given by the user (log P(yes) − log P(no) {gain:.2}, \
-                     below {margin}); asked for",
+                    "{}: {value} judged not given by the user (log P(value) − log P(NONE) \
+                     {gain:.2}, below {margin}); asked for",
                     input.name
                 ));
             }
@@ -1664,7 +1557,6 @@ impl Strategy for Actions {
             "nearness_weight": self.nearness_weight(),
             "vote_weight": self.vote_weight(),
             "probe_weight": self.probe_weight(),
-            "judge_weight": self.judge_weight,
             "value_margin": self.value_margin,
             "pick_model": self.pick_model.as_ref().map(|m| m.id()),
             "max_turns": self.max_turns,

@@ -161,12 +161,8 @@ pub struct ActionSettings {
     /// Weigh the operations found instead of having the model write its pick, where the
     /// model can weigh ([`Actions::weigh`]).
     pub weigh: bool,
-    /// The weight of judging each listed operation alone in a weighed pick
-    /// ([`Actions::judge_weight`]; the strategy's default, off, when `None`).
-    pub judge_weight: Option<f32>,
-    /// The value check's margin ([`Actions::value_margin`]): `None` keeps the strategy's
-    /// default, `Some(None)` turns the check off.
-    pub value_margin: Option<Option<f32>>,
+    /// The value check's margin ([`Actions::value_margin`]); `None`: off.
+    pub value_margin: Option<f32>,
     /// How much of the blank list reading a weighed pick takes away
     /// ([`Actions::calibration`]; the strategy's default when `None`).
     pub calibration: Option<f32>,
@@ -197,7 +193,6 @@ impl std::fmt::Debug for ActionSettings {
             .field("max_turns", &self.max_turns)
             .field("guess", &self.guess)
             .field("weigh", &self.weigh)
-            .field("judge_weight", &self.judge_weight)
             .field("value_margin", &self.value_margin)
             .field("calibration", &self.calibration)
             .field("nearness_weight", &self.nearness_weight)
@@ -377,12 +372,7 @@ fn strategy_for(
     }
     actions.guess = settings.guess;
     actions.weigh = settings.weigh;
-    if let Some(weight) = settings.judge_weight {
-        actions.judge_weight = weight;
-    }
-    if let Some(margin) = settings.value_margin {
-        actions.value_margin = margin;
-    }
+    actions.value_margin = settings.value_margin;
     if let Some(weight) = settings.calibration {
         actions.calibration = weight;
     }

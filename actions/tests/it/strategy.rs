@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use walkrag_actions::{
     Actions, AlwaysNo, AlwaysYes, AuditLog, Catalog, Confirm, Conversation, Credentials,
-    ExecutorConfig, RequestPreview,
+    ExecutorConfig, RequestPreview, VALUE_MARGIN,
 };
 use walkrag_core::{ChatRequest, Constraint, Role, ScoreItem, ToolCall};
 use walkrag_engine::lexical::{reciprocal_rank_fusion, Bm25};
@@ -1096,13 +1096,10 @@ struct Readings {
     listed: &'static [(&'static str, f32)],
     /// The id as the pick from the list with a blank request; 0 for the rest.
     blank: &'static [(&'static str, f32)],
-    /// How much likelier "yes" reads than "no" in the judgment of the operation; 0 for the
-    /// rest.
-    judged: &'static [(&'static str, f32)],
 }
 
 /// A scripted model weighing by fixed figures: `asked` and `listed` as [`Readings`] gives
-/// them, every blank read 0 and every judgment "yes" as likely as "no".
+/// them, every blank read 0.
 fn weighing(
     turns: Vec<Turn>,
     asked: &'static [(&'static str, f32)],
@@ -1124,7 +1121,6 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
         asked,
         listed,
         blank,
-        judged,
     } = readings;
     let read = |table: &[(&str, f32)], item: &ScoreItem, otherwise: f32| {
         table
@@ -1134,15 +1130,12 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
     };
     ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
         let user = &item.messages.last().expect("a prompt").content;
-        if user.ends_with("Answer yes or no.") {
-            let yes = judged
-                .iter()
-                .find(|(id, _)| user.starts_with(&format!("Operation: {id}:")))
-                .map_or(0.0, |(_, s)| *s);
-            match item.continuation.as_str() {
-                "yes" => -1.0 + yes,
-                "no" => -1.0,
-                other => panic!("a judgment reads yes or no, not {other:?}"),
+        if user.starts_with("The user said:") {
+            // The value check: every value reads as given.
+            if item.continuation == "NONE" {
+                -1.0
+            } else {
+                -0.5
             }
         } else if user.starts_with("Operations:") && user.ends_with("\n\nRequest: N/A") {
             read(blank, item, 0.0)
@@ -1289,16 +1282,16 @@ async fn a_weighing_model_picks_by_both_readings_and_its_pick_gets_a_card() {
     assert_eq!(answer.trace.config["list_weight"], json!(0.0));
 }
 
-/// A weighing model that picks `getNote` and judges the value check's question by `given`:
-/// how much likelier "yes" reads than "no" for the value it quotes.
+/// A weighing model that picks `getNote` and reads the value check's question by `given`:
+/// how much likelier the value reads than NONE.
 fn judging_values(turns: Vec<Turn>, given: fn(&str) -> f32) -> ScriptedChatModel {
     ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
         let user = &item.messages.last().expect("a prompt").content;
         if user.starts_with("The user said:") {
-            let yes = given(user);
-            match item.continuation.as_str() {
-                "yes" => -1.0 + yes,
-                _ => -1.0,
+            if item.continuation == "NONE" {
+                -1.0
+            } else {
+                -1.0 + given(user)
             }
         } else if item.continuation.contains("getNote") || user.contains("Operation: getNote:") {
             -0.5
@@ -1312,10 +1305,17 @@ fn judging_values(turns: Vec<Turn>, given: fn(&str) -> f32) -> ScriptedChatModel
 async fn a_value_the_model_judges_not_given_is_asked_for_and_one_it_judges_given_is_sent() {
     let server = Server::start().await;
     let index = notes_index();
-    let actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    actions.value_margin = Some(VALUE_MARGIN);
     // "I can't find its number": the copy constraint lets `noteId` be "its", the check
     // does not.
-    let lacking = |user: &str| if user.contains("\"its\"") { -3.0 } else { 2.0 };
+    let lacking = |user: &str| {
+        if user.contains("find its number") {
+            -6.0
+        } else {
+            2.0
+        }
+    };
     let model = judging_values(vec![call("getNote", json!({"noteId": "its"}))], lacking);
     let request = "Open my shopping note, I can't find its number";
     let (answer, _) = run(&actions, &index, &model, request).await;
@@ -1333,8 +1333,9 @@ async fn a_value_the_model_judges_not_given_is_asked_for_and_one_it_judges_given
         .filter(|c| c.purpose == "inputs: given by the user?")
         .collect();
     assert_eq!(checks.len(), 1);
-    assert_eq!(checks[0].items.len(), 2, "yes and no for the one value");
-    assert_eq!(answer.trace.config["value_margin"], json!(0.0));
+    assert_eq!(checks[0].items.len(), 2, "the value and NONE");
+    assert_eq!(checks[0].items[0].continuation, "its");
+    assert_eq!(answer.trace.config["value_margin"], json!(-4.5));
 
     // The same value judged given is sent; and with the check off, nothing is weighed.
     let model = judging_values(
@@ -1343,8 +1344,8 @@ async fn a_value_the_model_judges_not_given_is_asked_for_and_one_it_judges_given
     );
     let (answer, _) = run(&actions, &index, &model, "Show note 1").await;
     assert_eq!(executed(&answer)[0].outcome, "response");
-    let mut unchecked = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    unchecked.value_margin = None;
+    let unchecked = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
+    assert_eq!(unchecked.value_margin, None, "off by default");
     let model = judging_values(
         vec![call("getNote", json!({"noteId": "its"})), respond("Shown.")],
         lacking,
@@ -1359,7 +1360,7 @@ async fn a_value_the_model_judges_not_given_is_asked_for_and_one_it_judges_given
         .lock()
         .unwrap()
         .iter()
-        .all(|item| !item.messages[1].content.starts_with("The user said:")));
+        .all(|item| item.continuation != "NONE"));
 }
 
 #[tokio::test]
@@ -1487,7 +1488,6 @@ const LEANING_TO_GET_NOTE: Readings = Readings {
     asked: &[("getNote", -3.0), ("exportNotes", -4.0)],
     listed: &[("getNote", -1.0), ("exportNotes", -1.0), ("none", -10.0)],
     blank: &[],
-    judged: &[],
 };
 
 /// The weighed pick of [`JOTTINGS`] on `catalog`, with `actions` set by `set`, by a model
@@ -1690,7 +1690,6 @@ async fn the_operation_most_voted_for_is_listed_however_it_read() {
         asked: &[("getNote", -1.0), ("exportNotes", -30.0)],
         listed: &[("getNote", -1.0), ("none", -10.0)],
         blank: &[],
-        judged: &[],
     };
     let listed = |weight: f32| {
         let server = &server;
@@ -1780,72 +1779,6 @@ async fn strategies_given_the_same_probes_share_the_fitted_probe() {
 }
 
 #[tokio::test]
-async fn the_judgment_of_each_listed_operation_weighs_in_the_pick() {
-    let server = Server::start().await;
-    let request = "back up everything I wrote";
-    // Both readings put getNote ahead (-3 + 2 × -1 against -4 + 2 × -1.2); judged alone,
-    // exportNotes reads "yes" half a nat likelier than "no", 8 × 0.5 more in the sum.
-    const ASKED: &[(&str, f32)] = &[("getNote", -3.0), ("exportNotes", -4.0)];
-    const LISTED: &[(&str, f32)] = &[("getNote", -1.0), ("exportNotes", -1.2)];
-    const JUDGED: &[(&str, f32)] = &[("exportNotes", 0.5)];
-    let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
-    actions.judge_weight = 8.0;
-    let readings = Readings {
-        asked: ASKED,
-        listed: LISTED,
-        judged: JUDGED,
-        ..Readings::default()
-    };
-    let (answer, model) = weighed_pick(&actions, readings, request, "exportNotes", json!({})).await;
-    let text = pick_step(&answer).text.expect("the weights");
-    assert!(
-        text.contains(
-            "exportNotes: request -4.00, list -1.20 (blank 0.00), judged 0.50, total -2.40"
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("getNote: request -3.00, list -1.00 (blank 0.00), judged 0.00, total -5.00"),
-        "{text}"
-    );
-    // The judgment reads the operation's line, then the request.
-    let scored = model.scored.lock().unwrap().clone();
-    let judgment = scored
-        .iter()
-        .find(|item| item.continuation == "yes")
-        .expect("a judgment");
-    let prompt = &judgment.messages.last().expect("a prompt").content;
-    assert!(prompt.starts_with("Operation: "), "{prompt}");
-    assert!(
-        prompt.contains(&format!("\n\nRequest: {request}\n\n")),
-        "{prompt}"
-    );
-    assert_eq!(answer.trace.config["judge_weight"], json!(8.0));
-    // A third scoring call, yes and no for each operation listed (the list reading reads
-    // each listed id and none twice: with the request and blank).
-    let calls = score_calls(&answer);
-    assert_eq!(calls.len(), 3);
-    assert_eq!(calls[2].purpose, "pick: judgment");
-    assert_eq!(calls[2].items.len(), calls[1].items.len() - 2);
-
-    // Weight 0, the default, leaves the judgment out: two scoring calls, getNote picked.
-    actions.judge_weight = 0.0;
-    let (answer, model) =
-        weighed_pick(&actions, readings, request, "getNote", json!({"noteId": 1})).await;
-    assert!(!pick_step(&answer)
-        .text
-        .expect("the weights")
-        .contains("judged"));
-    assert!(model
-        .scored
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|item| item.continuation != "yes"));
-    assert_eq!(score_calls(&answer).len(), 2);
-}
-
-#[tokio::test]
 async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
     let server = Server::start().await;
     let request = "back up everything I wrote";
@@ -1860,7 +1793,6 @@ async fn a_blank_read_of_the_list_takes_the_models_lean_from_the_pick() {
         asked: ASKED,
         listed: LISTED,
         blank: BLANK,
-        ..Readings::default()
     };
     let mut actions = strategy(&server, ExecutorConfig::default(), Arc::new(AlwaysYes));
     assert_eq!(actions.calibration, 0.5, "on by default");

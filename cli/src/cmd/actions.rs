@@ -52,20 +52,13 @@ pub struct ActionFlags {
     /// per request and picks better; models over HTTP always write).
     #[arg(long)]
     pub no_weigh: bool,
-    /// actions: in a local model's weighed pick, also judge each of the 10 operations listed
-    /// alone ("does this operation do exactly what the request asks?") and add W times
-    /// log P(yes) − log P(no) [default: 0, off; one scoring call and seconds more per request].
-    #[arg(long, value_name = "W", value_parser = weight)]
-    pub judge_weight: Option<f32>,
-    /// actions: with a local model, a required input filled with the user's words counts as
-    /// given only where the model finds "yes" at least this much likelier than "no" (log
-    /// P(yes) − log P(no), nats) after "did the user give this value for this input?";
-    /// otherwise the user is asked for it [default: 0; one scoring call per filled request].
+    /// actions: check each required input a local model filled with the user's words: the
+    /// model reads the request again ("what did the user give as this input? ... or NONE")
+    /// and a value whose log-probability falls more than NATS below NONE's is taken back
+    /// and asked for; -4.5 is the margin chosen on development requests [default: off; one
+    /// scoring call more per filled request].
     #[arg(long, value_name = "NATS", value_parser = margin)]
     pub value_margin: Option<f32>,
-    /// actions: do not check that the user gave each required value (see --value-margin).
-    #[arg(long, conflicts_with = "value_margin")]
-    pub no_value_check: bool,
     /// actions: in a local model's weighed pick, also read the list of operations with no
     /// request ("N/A") and take W times that blank read from each operation's list reading:
     /// what the model favours on the list whatever the request [default: 0.5; 0 turns it
@@ -118,16 +111,6 @@ pub fn margin(text: &str) -> Result<f32, String> {
         _ => Err(format!(
             "{text:?} is not a margin: give a number of nats, e.g. 0 or -1.5"
         )),
-    }
-}
-
-/// The value check's margin the flags ask for: `None` keeps the strategy's default,
-/// `Some(None)` turns the check off.
-pub fn value_margin(margin: Option<f32>, off: bool) -> Option<Option<f32>> {
-    if off {
-        Some(None)
-    } else {
-        margin.map(Some)
     }
 }
 
@@ -234,12 +217,7 @@ pub fn strategy(
     let mut strategy = strategy.expect("at least one spec");
     strategy.guess = !flags.no_guess;
     strategy.weigh = !flags.no_weigh;
-    if let Some(weight) = flags.judge_weight {
-        strategy.judge_weight = weight;
-    }
-    if let Some(margin) = value_margin(flags.value_margin, flags.no_value_check) {
-        strategy.value_margin = margin;
-    }
+    strategy.value_margin = flags.value_margin;
     if let Some(weight) = flags.calibration {
         strategy.calibration = weight;
     }

@@ -74,19 +74,11 @@ pub struct Args {
     /// weighing the 30 operations the search ranks first.
     #[arg(long, requires = "spec")]
     no_weigh: bool,
-    /// With --spec: in the weighed pick, also judge each listed operation alone and add W
-    /// times log P(yes) − log P(no) [default: 0, off; 8 is the weight measured in
-    /// docs/results/actions-discourse, where it did not help on unseen requests].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    judge_weight: Option<f32>,
-    /// With --spec: a required input filled with the user's words counts as given only where
-    /// a local model finds "yes" at least this much likelier than "no" (nats) after "did the
-    /// user give this value for this input?"; otherwise the user is asked [default: 0].
+    /// With --spec: check each required input a local model filled with the user's words, and
+    /// ask for a value whose log-probability falls more than NATS below NONE's when the model
+    /// reads the request again (-4.5: chosen on development requests) [default: off].
     #[arg(long, requires = "spec", value_name = "NATS", value_parser = super::actions::margin)]
     value_margin: Option<f32>,
-    /// With --spec: do not check that the user gave each required value.
-    #[arg(long, requires = "spec", conflicts_with = "value_margin")]
-    no_value_check: bool,
     /// With --spec: in the weighed pick, take W times the list reading with a blank request
     /// from each operation's list reading [default: 0.5; 0 turns it off].
     #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
@@ -382,8 +374,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         max_turns: args.max_cycles,
         guess: !args.no_guess,
         weigh: !args.no_weigh,
-        judge_weight: args.judge_weight,
-        value_margin: super::actions::value_margin(args.value_margin, args.no_value_check),
+        value_margin: args.value_margin,
         calibration: args.calibration,
         nearness_weight: args.nearness_weight,
         vote_weight: args.vote_weight,

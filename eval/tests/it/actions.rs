@@ -44,7 +44,6 @@ fn settings() -> ActionSettings {
         max_turns: None,
         guess: false,
         weigh: false,
-        judge_weight: None,
         value_margin: None,
         calibration: None,
         nearness_weight: None,
