@@ -51,7 +51,9 @@ for c in cases:
     qb=(f'The user said:\n"{c["req"]}"\n\nThe request {c["op"]}{what} needs `{c["name"]}`{desc(c["desc"])}.\n\n'
         f'What did the user give as `{c["name"]}`? Reply with the value exactly as the user wrote it, or with NONE if the user did not give it.')
     mb=[{"role":"system","content":"You read the values an API request needs out of what a user wrote."},{"role":"user","content":qb}]
-    for a in [str(c['value']),"NONE"]:
+    # the value's first word, as given.rs weighs it (str(c['value']) for the whole value)
+    first = c['value'].split()[0] if isinstance(c['value'], str) else str(c['value'])
+    for a in [first,"NONE"]:
         B.write(json.dumps({"messages":mb,"continuation":a})+"\n")
 json.dump(cases,open('docs/results/actions-discourse/given/calibration-cases.json','w'))
 print(len(cases), sum(c['label'] for c in cases))

@@ -45,7 +45,10 @@ if mode=='items':
         for c in [first,"NONE"]: out.write(json.dumps({"messages":m,"continuation":c})+"\n")
     print(len(judged),'values')
 else:
-    sc=[float(x) for x in open(f'docs/results/actions-discourse/given/replay-scores-{tag}.txt')]
+    # replay-scores-TAG.txt: the value's first word, as given.rs weighs it; with a 7th
+    # argument FILE, another scores file whose last column is read (replay-first-token-TAG.txt)
+    f=sys.argv[7] if len(sys.argv)>7 else f'docs/results/actions-discourse/given/replay-scores-{tag}.txt'
+    sc=[float(x.split()[-1]) for x in open(f)]
     norm=lambda s: s.lower().replace('_','').replace('-','')
     taken={}
     for i,j in enumerate(judged):
