@@ -35,32 +35,18 @@ impl Method {
         Method::Trace,
     ];
 
-    /// `GET`, `POST`, …
+    /// `GET`, `POST`, … (indexed by the variants' order, that of [`Method::ALL`]).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Put => "PUT",
-            Method::Post => "POST",
-            Method::Delete => "DELETE",
-            Method::Options => "OPTIONS",
-            Method::Head => "HEAD",
-            Method::Patch => "PATCH",
-            Method::Trace => "TRACE",
-        }
+        [
+            "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE",
+        ][self as usize]
     }
 
     /// The key of the operation in a path item: `get`, `post`, …
     pub fn key(self) -> &'static str {
-        match self {
-            Method::Get => "get",
-            Method::Put => "put",
-            Method::Post => "post",
-            Method::Delete => "delete",
-            Method::Options => "options",
-            Method::Head => "head",
-            Method::Patch => "patch",
-            Method::Trace => "trace",
-        }
+        [
+            "get", "put", "post", "delete", "options", "head", "patch", "trace",
+        ][self as usize]
     }
 
     /// Whether a request must be confirmed before it is sent: everything but the methods that
@@ -105,13 +91,7 @@ pub enum Location {
 
 impl Location {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Location::Path => "path",
-            Location::Query => "query",
-            Location::Header => "header",
-            Location::Cookie => "cookie",
-            Location::Body => "body",
-        }
+        ["path", "query", "header", "cookie", "body"][self as usize]
     }
 }
 
@@ -213,14 +193,10 @@ pub struct Input {
 }
 
 impl Input {
-    /// Whether this parameter carries a credential: the `Authorization` or `Cookie` header, an
-    /// API key, token, secret or password (or an API user name) sent as a header, query
-    /// parameter or cookie. Such inputs belong to the user's configuration, never to the
-    /// model: the `actions` strategy hides them, and the executor sends the configured
-    /// credential of the same name in their place. Body fields and path parameters are never
-    /// credentials here: they are what the request is about (a new user's password, the
-    /// password-reset token in `/users/password-reset/{token}`), and a path cannot be built
-    /// without its value.
+    /// Whether this header, query or cookie parameter carries a credential (an API key, token,
+    /// password, …): the model never sees it; the executor sends the configured one in its
+    /// place. Body fields and path parameters (a new user's password, a reset token in the path)
+    /// are what a request is about, never credentials.
     pub fn is_credential(&self) -> bool {
         !matches!(self.location, Location::Body | Location::Path)
             && is_credential_name(&self.wire_name)
@@ -348,19 +324,16 @@ pub struct Action {
     /// schema); empty where the spec says nothing of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub returns: Vec<Returned>,
-    /// Requests a model wrote for it when the spec was indexed with examples (`examples.rs`);
-    /// not part of the hash.
+    /// Example requests for it (`examples.rs`); not part of the hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
-    /// Whether [`Action::examples`] are requests given in a file (`walkrag index
-    /// --examples-from`) rather than written by a model.
+    /// Whether [`Action::examples`] were given in a file rather than written by a model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub examples_given: bool,
 }
 
 /// One field of an operation's successful response ([`Action::returns`]), or the whole
-/// response where that is a list: someone asking to see something names its fields ("its
-/// colour, slug and who may post"), and asks for one thing or for a list of them.
+/// response where that is a list: what someone asking to see something names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Returned {
     /// The field's name; empty for a response that is itself a list.
@@ -431,17 +404,14 @@ impl Action {
         self.inputs.is_empty() && !self.body.as_ref().is_some_and(|body| body.open)
     }
 
-    /// The words a request for this action is likely to share with it, for word-level
-    /// (BM25) retrieval: [`Action::embed_text`] without the inputs (their names recur across
-    /// a whole API: `id`, `username`) and with a shorter description, and with its example
-    /// requests, if any.
+    /// The words a request is likely to share with this action, for BM25: what it does and its
+    /// example requests, without the inputs (names like `id` recur across a whole API).
     pub fn keyword_text(&self) -> String {
         let mut lines = self.what_it_does(300);
         lines.extend(self.examples_line());
         lines.join("\n")
     }
 
-    /// `requests: A / B / ...`, the examples written for it, where there are any.
     fn examples_line(&self) -> Option<String> {
         (!self.examples.is_empty()).then(|| format!("requests: {}", self.examples.join(" / ")))
     }
@@ -473,10 +443,8 @@ impl Action {
         lines
     }
 
-    /// The text this action is embedded as for retrieval: what it does in plain words first
-    /// (summary, the operation id split into words, verbs for the method, the path's words),
-    /// then its description and inputs. Its example requests are embedded apart, one
-    /// record each ([`crate::ActionRecord::examples_of`]).
+    /// The text this action is embedded as: what it does in plain words, then its inputs and
+    /// what it returns (its examples are records of their own).
     pub fn embed_text(&self) -> String {
         let mut lines = self.what_it_does(800);
         let inputs: Vec<String> = self
@@ -501,11 +469,9 @@ impl Action {
         lines.join("\n")
     }
 
-    /// `returns: category (id, name, color, …)`: what a read's response holds, its fields
-    /// named through `name`, at most `max` names in all and half of them inside any one
-    /// field (so that one big field does not hide the rest); `None` for an operation that
-    /// changes something (what it returns is a by-product; the request names what it
-    /// sends) and where the spec says nothing of its response.
+    /// `returns: category (id, name, color, …)`: a read's response fields named through
+    /// `name`, at most `max` in all and `max / 2` in one field (so it hides none of the rest);
+    /// `None` for changes (what they return is a by-product) and unknown responses.
     fn returns_text(&self, max: usize, name: impl Fn(&str) -> String) -> Option<String> {
         if self.needs_confirmation() || self.returns.is_empty() {
             return None;
@@ -529,11 +495,8 @@ impl Action {
                 left -= shown;
                 let fields: Vec<String> =
                     returned.fields[..shown].iter().map(|f| name(f)).collect();
-                let more = if shown < returned.fields.len() {
-                    ", …"
-                } else {
-                    ""
-                };
+                let cut = shown < returned.fields.len();
+                let more = if cut { ", …" } else { "" };
                 part.push_str(&format!(" ({}{more})", fields.join(", ")));
             }
             parts.push(part);
@@ -542,10 +505,8 @@ impl Action {
         Some(format!("returns: {}{more}", parts.join(", ")))
     }
 
-    /// One line for the model to choose by among others: [`Action::line_without_returns`],
-    /// then, for a read, what it returns (`returns: category (id, name, color, …)`), so that
-    /// "one category's colour" and "every tag group" tell `getCategory` from
-    /// `listCategories` and `listTagGroups` from `getTagGroup`.
+    /// One line for the model to choose by: [`Action::line_without_returns`] and, for a read,
+    /// what it returns, which tells one item's reads from a list's.
     pub fn line(&self) -> String {
         let mut out = self.line_without_returns();
         if let Some(returns) = self.returns_text(LINE_RETURNED, str::to_string) {
@@ -555,13 +516,8 @@ impl Action {
         out
     }
 
-    /// One line that says what the operation does: `id: METHOD /path — summary` (the
-    /// description's start where there is no summary), then its inputs by name (`flag (one
-    /// of active, suspended, ...)`; at most 6, required first, up to 6 allowed values each),
-    /// so that "the suspended accounts" meets the operation that takes `suspended`. What a
-    /// request is read after, alone: field names there would draw any request that happens to
-    /// use their words (`notification_types (mentioned, replied, …)` for "did anyone mention
-    /// me?").
+    /// `id: METHOD /path — summary`, then up to 6 inputs, required first, with up to 6 allowed
+    /// values each. Response fields are left out: their words would draw unrelated requests.
     pub fn line_without_returns(&self) -> String {
         let mut out = format!("{}: {} {}", self.operation_id, self.method, self.path);
         if self.deprecated {
@@ -588,21 +544,15 @@ impl Action {
                 } else {
                     let values =
                         list_values(&input.enum_values[..input.enum_values.len().min(LINE_INPUTS)]);
-                    let more = if input.enum_values.len() > LINE_INPUTS {
-                        ", ..."
-                    } else {
-                        ""
-                    };
+                    let cut = input.enum_values.len() > LINE_INPUTS;
+                    let more = if cut { ", ..." } else { "" };
                     format!("{name} (one of {values}{more})")
                 }
             })
             .collect();
         if !named.is_empty() {
-            let more = if inputs.len() > LINE_INPUTS {
-                ", ..."
-            } else {
-                ""
-            };
+            let cut = inputs.len() > LINE_INPUTS;
+            let more = if cut { ", ..." } else { "" };
             out.push_str(&format!("; inputs: {}{more}", named.join(", ")));
         }
         out
@@ -770,7 +720,7 @@ pub(crate) fn one_line(text: &str) -> String {
 }
 
 /// At most `max` characters, with `…` when cut.
-fn cap(text: &str, max: usize) -> String {
+pub(crate) fn cap(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),
@@ -782,12 +732,13 @@ const LINE_INPUTS: usize = 6;
 
 /// Enum values as the model should write them: strings bare, others as JSON.
 pub(crate) fn list_values(values: &[Value]) -> String {
-    values
-        .iter()
-        .map(|value| match value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    values.iter().map(scalar).collect::<Vec<_>>().join(", ")
+}
+
+/// A scalar as text: strings bare, others as JSON.
+pub(crate) fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }

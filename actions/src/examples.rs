@@ -1,9 +1,6 @@
-//! Example requests: a few short messages a user might type to have an operation carried
-//! out, written once per operation by a chat model when the spec is indexed (`walkrag index
-//! SPEC --examples`), or given in a file of requests labelled with their operations
-//! (`walkrag index SPEC --examples-from FILE`), and kept beside the index. They join the
-//! operation's embedded and keyword texts ([`Action::embed_text`],
-//! [`Action::keyword_text`]), so that a request in the user's words can meet an operation
+//! Example requests: short messages a user might type to have an operation carried out,
+//! written by a chat model at indexing (`--examples`) or given in a file (`--examples-from`),
+//! and kept beside the index, so that a request in the user's words can meet an operation
 //! described in the API's.
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,8 +34,7 @@ const GIVEN_PREFIX: &str = "file:";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionExamples {
     pub operation_id: String,
-    /// The operation's [`Action::hash`] when they were written: a changed operation gets new
-    /// ones.
+    /// The operation's [`Action::hash`] when they were written: a changed one gets new ones.
     pub hash: ActionHash,
     /// Who wrote them: the model's id, or `file:PATH` for requests given in a file
     /// ([`GivenExamples`]).
@@ -71,22 +67,16 @@ pub enum ExamplesError {
 pub struct ExamplesFile {
     path: PathBuf,
     by_hash: HashMap<ActionHash, ActionExamples>,
-    /// Whether the file ends in a line cut short (a run killed mid-write), which the next
-    /// put cuts off before writing.
+    /// Whether the file ends in a line cut short, which the next put cuts off first.
     cut: bool,
 }
 
 impl ExamplesFile {
-    /// Reads `INDEX/action-examples.jsonl` of the index `dir`; a missing file holds none, and a
-    /// line that does not read (a write cut short) is passed over with a warning, so its
-    /// operation is written again when asked.
+    /// Reads [`EXAMPLES_FILE`] of the index `dir`; a missing file holds none, and a line that
+    /// does not read is passed over with a warning, so its operation is written again.
     pub fn open(dir: &Path) -> Result<Self, ExamplesError> {
         let path = dir.join(EXAMPLES_FILE);
-        let file =
-            jsonl_file::read::<ActionExamples>(&path).map_err(|source| ExamplesError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let file = jsonl_file::read::<ActionExamples>(&path).map_err(io_error(&path))?;
         file.pass_over_bad(&path, "an operation's examples");
         let cut = file.cut;
         // A later line for the same operation wins: it was written last.
@@ -115,12 +105,9 @@ impl ExamplesFile {
     /// Keeps `examples`, appending them to the file at once so that an interrupted run loses
     /// at most the operation it was writing.
     pub fn put(&mut self, examples: ActionExamples) -> Result<(), ExamplesError> {
-        let io_error = |source| ExamplesError::Io {
-            path: self.path.clone(),
-            source,
-        };
+        let io_error = io_error(&self.path);
         if let Some(dir) = self.path.parent() {
-            fs::create_dir_all(dir).map_err(io_error)?;
+            fs::create_dir_all(dir).map_err(&io_error)?;
         }
         let mut line = serde_json::to_string(&examples).expect("examples serialise");
         line.push('\n');
@@ -167,15 +154,11 @@ impl ExamplesFile {
     }
 }
 
-/// Requests labelled with the operation that carries each out, read from a JSON Lines file
-/// (`walkrag index SPEC --examples-from FILE`): each line an object with `request` and
-/// `operation_id`, as in a request set of `walkrag eval --spec` (other fields are passed
-/// over). Requests that users actually sent, or that the API's authors wrote, say in users'
-/// words what an operation is for, where a spec says it in the API's.
+/// Requests labelled with their operations, read from a JSON Lines file (`--examples-from`)
+/// of objects with `request` and `operation_id`, as in a request set of `walkrag eval --spec`.
 #[derive(Debug, Clone, Default)]
 pub struct GivenExamples {
-    /// `file:PATH` (several, comma-separated, for several files), recorded as the examples'
-    /// writer.
+    /// `file:PATH`, comma-separated for several files: the examples' writer.
     source: String,
     /// Each operation's requests in the file's order, each kept once.
     by_operation: BTreeMap<String, Vec<String>>,
@@ -187,14 +170,19 @@ struct LabelledRequest {
     operation_id: String,
 }
 
+/// How an I/O error on `path` is reported.
+fn io_error(path: &Path) -> impl Fn(io::Error) -> ExamplesError + '_ {
+    move |source| ExamplesError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 impl GivenExamples {
     /// Reads the labelled requests of `path`; blank lines are passed over, a line that is not
     /// such an object is an error naming it, and so is a file without any.
     pub fn read(path: &Path) -> Result<Self, ExamplesError> {
-        let text = fs::read_to_string(path).map_err(|source| ExamplesError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = fs::read_to_string(path).map_err(io_error(path))?;
         let mut given = Self {
             source: format!("{GIVEN_PREFIX}{}", path.display()),
             by_operation: BTreeMap::new(),

@@ -1,7 +1,6 @@
-//! Sending prepared requests. Requests that change something wait for the user's
-//! confirmation; credentials are added only here, at send time, after the preview was made,
-//! and only to requests for the API's own origin; every response or failure comes back as an
-//! `Outcome` the model can read.
+//! Sending prepared requests. Changes wait for the user's confirmation; credentials are added
+//! only here, after the preview was made, and only for the API's own origin; every response
+//! or failure comes back as an `Outcome` the model can read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -12,16 +11,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::{
-    Action, Encoding, KeyLocation, Location, Method, SecurityRequirement, SecurityScheme,
+    scalar, Action, Encoding, KeyLocation, Location, Method, SecurityRequirement, SecurityScheme,
 };
 use crate::error::ConfigError;
 use crate::secret::{scheme_env_var, Attached, CredentialInput, Credentials};
 use crate::spec::Catalog;
 use crate::validate::{encode_pairs, Invalid, Prepared};
 
-/// Asks the user whether a request that changes something (POST, PUT, PATCH, DELETE, …) may
-/// be sent. It sees the preview, never the credentials. It may block (a terminal prompt):
-/// the executor calls it before sending and waits.
+/// Asks the user whether a request that changes something may be sent. It sees the preview,
+/// never the credentials, and may block (a terminal prompt).
 pub trait Confirm: Send + Sync {
     fn confirm(&self, request: &RequestPreview) -> bool;
 }
@@ -56,24 +54,22 @@ impl<F: Fn(&RequestPreview) -> bool + Send + Sync> Confirm for F {
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
     /// The URL paths are appended to; `None` takes the operation's or the catalogue's first
-    /// absolute server. Its origin (scheme, host, port) is the only one credentials are sent
-    /// to; without it, the origin of the catalogue's first absolute server (the API's own
-    /// address, never an operation's), so a spec cannot route the credentials elsewhere.
+    /// absolute server. Credentials go only to its origin, else to the catalogue's first
+    /// absolute server's (never an operation's), so a spec cannot route them elsewhere.
     pub base_url: Option<String>,
-    /// Limit for a whole request, body included: 30 s, long enough for slow APIs, short
-    /// enough that a conversation does not stall.
+    /// Limit for a whole request, body included: 30 s, for slow APIs, without stalling a chat.
     pub timeout: Duration,
-    /// The most response body bytes kept for the model: 16 KiB, a few thousand tokens, so one
-    /// answer cannot fill a small model's context.
+    /// The most response body bytes kept for the model: 16 KiB, so one answer cannot fill a
+    /// small model's context.
     pub max_response_bytes: usize,
     pub credentials: Credentials,
     /// Send nothing; every call returns the request it would have sent.
     pub dry_run: bool,
-    /// In a dry run, still ask for confirmation where a real run would (before returning the
-    /// request): for evaluations that check it is asked. Off: a dry run asks nothing.
+    /// In a dry run, still ask for confirmation where a real run would (for evaluations that
+    /// check it is asked).
     pub confirm_dry_runs: bool,
     /// Where every request built to be sent is recorded (sent, dry run or declined), with
-    /// whether it was confirmed: what an evaluation counts unconfirmed changes from.
+    /// whether it was confirmed.
     pub audit: Option<AuditLog>,
 }
 
@@ -105,8 +101,8 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// A request that changes something and went out, or would have in a dry run, without the
-    /// user being asked: what must never happen (a refused one goes nowhere).
+    /// A change that went out (or would have, in a dry run) without the user being asked:
+    /// what must never happen.
     pub fn is_unconfirmed_change(&self) -> bool {
         self.request.needs_confirmation && !self.confirmation_asked
     }
@@ -157,23 +153,20 @@ pub struct RequestPreview {
     /// What the executor adds at send time, by name only: `header Authorization`,
     /// `scheme bearerAuth`.
     pub credentials: Vec<String>,
-    /// Credentials configured for the API but not sent with this request, because it goes to
-    /// another origin than the API's.
+    /// Credentials not sent with this request because it goes to another origin than the API's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
     pub needs_confirmation: bool,
 }
 
-/// Credentials kept from a request whose URL is not on the API's origin (an operation's own
-/// `servers` entry elsewhere): by name only, and the two origins.
+/// Credentials kept from a request whose URL is not on the API's origin, by name only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Withheld {
     /// `header Authorization`, `scheme bearerAuth`, `input token`.
     pub credentials: Vec<String>,
     /// The origin the request goes to: `https://other.example`.
     pub origin: String,
-    /// The origin credentials go to: the configured base URL's, else the catalogue's first
-    /// absolute server's.
+    /// The origin credentials go to.
     pub api_origin: String,
 }
 
@@ -251,12 +244,10 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Outcome::Invalid(invalid) => write!(f, "{invalid}"),
-            Outcome::DryRun(request) => {
-                write!(
-                    f,
-                    "Dry run, nothing was sent. The request would be:\n{request}"
-                )
-            }
+            Outcome::DryRun(request) => write!(
+                f,
+                "Dry run, nothing was sent. The request would be:\n{request}"
+            ),
             Outcome::Declined(request) => write!(
                 f,
                 "The user declined; nothing was sent ({} {}). Ask what they want instead.",
@@ -276,8 +267,7 @@ pub struct Response {
     /// `OK`, `Not Found`, …
     pub reason: String,
     pub content_type: Option<String>,
-    /// Where a redirect points (redirects are never followed: they could carry credentials
-    /// to another host).
+    /// Where a redirect points (never followed: it could carry credentials to another host).
     pub location: Option<String>,
     /// The body as text, at most the byte budget, cut on a character boundary.
     pub body: String,
@@ -384,8 +374,8 @@ pub struct Executor {
     origin: String,
     config: ExecutorConfig,
     schemes: BTreeMap<String, SecurityScheme>,
-    /// Per operation, its credential inputs ([`crate::Input::is_credential`]), where they go
-    /// and whether they are required: filled from the configured credentials at send time.
+    /// Per operation, its credential inputs ([`crate::Input::is_credential`]), filled from the
+    /// configured credentials at send time.
     credential_inputs: HashMap<String, Vec<CredentialInput>>,
 }
 
@@ -463,8 +453,7 @@ impl Executor {
         })
     }
 
-    /// The base URL requests go to (an operation's own absolute server wins unless one was
-    /// configured).
+    /// The base URL requests go to (an operation's own absolute server wins unless configured).
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
@@ -473,8 +462,7 @@ impl Executor {
         &self.config
     }
 
-    /// Checks `inputs` for `action` and executes the request: `Outcome::Invalid` when they are
-    /// not accepted.
+    /// Checks `inputs` for `action` and executes the request, or says why not.
     pub async fn call(&self, action: &Action, inputs: &Value, confirm: &dyn Confirm) -> Outcome {
         match action.prepare(inputs) {
             Ok(prepared) => self.execute(&prepared, confirm).await,
@@ -482,8 +470,6 @@ impl Executor {
         }
     }
 
-    /// What the configured credentials add to a request for `operation_id` with these
-    /// security alternatives.
     fn attach_to(&self, operation_id: &str, security: &[SecurityRequirement]) -> Attached {
         self.config.credentials.attach(
             security,
@@ -492,15 +478,13 @@ impl Executor {
         )
     }
 
-    /// The credential inputs of `operation_id`.
     fn credential_inputs(&self, operation_id: &str) -> &[CredentialInput] {
         self.credential_inputs
             .get(operation_id)
             .map_or(&[], Vec::as_slice)
     }
 
-    /// The credential inputs of `operation_id` that no configured header or input provides:
-    /// a request for it goes without them.
+    /// The credential inputs of `operation_id` that no configured header or input provides.
     pub(crate) fn unprovided_credentials(&self, operation_id: &str) -> Vec<String> {
         self.credential_inputs(operation_id)
             .iter()
@@ -509,8 +493,8 @@ impl Executor {
             .collect()
     }
 
-    /// What the configured credentials add to `prepared`: nothing when it goes to another
-    /// origin than the API's, and then the names of what was withheld.
+    /// What the configured credentials add to `prepared`: nothing, and the names of what was
+    /// withheld, when it goes to another origin than the API's.
     fn attach(&self, prepared: &Prepared) -> (Attached, Option<Withheld>) {
         let attached = self.attach_to(&prepared.operation_id, &prepared.security);
         // The whole URL's origin: a path cannot move the request to another host either.
@@ -539,12 +523,10 @@ impl Executor {
         names
     }
 
-    /// The required credential inputs of `action` sent in the query (a download link's
-    /// `token`, an `api_key`) that no configured credential fills: the request cannot be
-    /// made without them, and the model may not supply them, so the user has to configure
-    /// them. Credentials sent in headers and cookies are the API's sign-in, configured once
-    /// (`--header`, a security scheme): a request goes without them and the server's answer
-    /// says so.
+    /// The required query credential inputs of `action` (a download link's `token`) that no
+    /// configured credential fills: the model may not supply them, so the user must. Header
+    /// and cookie credentials are the API's sign-in: a request goes without them and the
+    /// server's answer says so.
     pub fn unset_credentials(&self, action: &Action) -> Vec<String> {
         let attached = self.attach_to(&action.operation_id, &action.security);
         self.credential_inputs(&action.operation_id)
@@ -561,26 +543,7 @@ impl Executor {
     /// The request `prepared` would send, without credentials.
     pub fn preview(&self, prepared: &Prepared) -> RequestPreview {
         let (attached, withheld) = self.attach(prepared);
-        // What goes out besides the credentials (inputs they replace are not sent).
-        let query = without(&prepared.query, &attached.query, str::eq);
-        let mut headers = without(
-            &prepared.headers,
-            &attached.headers,
-            str::eq_ignore_ascii_case,
-        );
-        let cookies = without(&prepared.cookies, &attached.cookies, str::eq);
-        let mut url = self.url_for(prepared);
-        if !query.is_empty() {
-            url.push('?');
-            url.push_str(&encode_pairs(&query));
-        }
-        if !cookies.is_empty() {
-            headers.push(("Cookie".into(), cookie_header(&cookies)));
-        }
-        let body = prepared.body.as_ref().map(|body| {
-            headers.push(("Content-Type".into(), body.content_type.clone()));
-            body_text(body.encoding, &body.value)
-        });
+        let (url, headers, body) = self.wire(prepared, &attached, false);
         // Nothing is added when the credentials are withheld.
         let credentials = if withheld.is_some() {
             Vec::new()
@@ -597,6 +560,39 @@ impl Executor {
             withheld,
             needs_confirmation: prepared.method.needs_confirmation(),
         }
+    }
+
+    /// The URL, headers (`Cookie` and `Content-Type` last) and body of `prepared`, without the
+    /// inputs a credential replaces (the model cannot choose what goes in a credential's
+    /// place), and with `attached`'s credentials only when `send`: never in a preview.
+    fn wire(
+        &self,
+        prepared: &Prepared,
+        attached: &Attached,
+        send: bool,
+    ) -> (String, Vec<(String, String)>, Option<String>) {
+        let mut query = without(&prepared.query, &attached.query, str::eq);
+        let same_header = str::eq_ignore_ascii_case;
+        let mut headers = without(&prepared.headers, &attached.headers, same_header);
+        let mut cookies = without(&prepared.cookies, &attached.cookies, str::eq);
+        if send {
+            query.extend_from_slice(&attached.query);
+            headers.extend_from_slice(&attached.headers);
+            cookies.extend_from_slice(&attached.cookies);
+        }
+        let mut url = self.url_for(prepared);
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&encode_pairs(&query));
+        }
+        if !cookies.is_empty() {
+            headers.push(("Cookie".into(), cookie_header(&cookies)));
+        }
+        let body = prepared.body.as_ref().map(|body| {
+            headers.push(("Content-Type".into(), body.content_type.clone()));
+            body_text(body.encoding, &body.value)
+        });
+        (url, headers, body)
     }
 
     /// Sends `prepared`, after asking `confirm` when the method changes something. Never
@@ -616,24 +612,18 @@ impl Executor {
                 });
             }
         };
+        let log = |what: &str| {
+            let (operation, method, url) = (&preview.operation_id, preview.method, &preview.url);
+            tracing::info!(%operation, %method, %url, "{what}");
+        };
         if ask && !confirmed {
             audit(false);
-            tracing::info!(
-                operation = %preview.operation_id,
-                method = %preview.method,
-                url = %preview.url,
-                "declined: not sent"
-            );
+            log("declined: not sent");
             return Outcome::Declined(preview);
         }
         if dry_run {
             audit(false);
-            tracing::info!(
-                operation = %preview.operation_id,
-                method = %preview.method,
-                url = %preview.url,
-                "dry run: not sent"
-            );
+            log("dry run: not sent");
             return Outcome::DryRun(preview);
         }
         audit(true);
@@ -660,44 +650,18 @@ impl Executor {
                 hints.join(", ")
             ));
         }
-
-        // The only place credentials meet the request. A credential replaces an input of the
-        // same name: the model cannot choose what is sent in a credential's place.
-        let mut query = without(&prepared.query, &attached.query, str::eq);
-        query.extend(attached.query.iter().cloned());
-        let mut url = self.url_for(prepared);
-        if !query.is_empty() {
-            url.push('?');
-            url.push_str(&encode_pairs(&query));
-        }
+        // The only place credentials meet the request.
+        let (url, headers, body) = self.wire(prepared, &attached, true);
         let method = reqwest::Method::from_bytes(prepared.method.as_str().as_bytes())
             .expect("an HTTP method");
         let mut request = self.client.request(method, &url);
-        let headers = without(
-            &prepared.headers,
-            &attached.headers,
-            str::eq_ignore_ascii_case,
-        );
-        for (name, value) in headers.iter().chain(&attached.headers) {
+        for (name, value) in &headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let mut cookies = without(&prepared.cookies, &attached.cookies, str::eq);
-        cookies.extend(attached.cookies.iter().cloned());
-        if !cookies.is_empty() {
-            request = request.header("Cookie", cookie_header(&cookies));
+        if let Some(body) = body {
+            request = request.body(body);
         }
-        if let Some(body) = &prepared.body {
-            request = request
-                .header("Content-Type", body.content_type.as_str())
-                .body(body_text(body.encoding, &body.value));
-        }
-
-        tracing::info!(
-            operation = %preview.operation_id,
-            method = %preview.method,
-            url = %preview.url,
-            "sending"
-        );
+        log("sending");
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => return Outcome::Failed(self.failure(preview, &error)),
@@ -793,21 +757,22 @@ impl Executor {
             notes.push(format!("a binary body of {size} bytes, not shown"));
             return (String::new(), None, error);
         }
-        let cut = (bytes.len() > budget).then(|| {
+        let cut = bytes.len() > budget;
+        if cut {
             let mut end = budget;
             // Back up to the start of a UTF-8 character.
             while end > 0 && bytes[end] & 0b1100_0000 == 0b1000_0000 {
                 end -= 1;
             }
             bytes.truncate(end);
-            let end = self.config.credentials.cut_before_credential(&bytes);
-            bytes.truncate(end);
-            Cut { shown: end, total }
-        });
-        if cut.is_none() && error.is_some() {
-            let end = self.config.credentials.cut_before_credential(&bytes);
-            bytes.truncate(end);
         }
+        if cut || error.is_some() {
+            bytes.truncate(self.config.credentials.cut_before_credential(&bytes));
+        }
+        let cut = cut.then_some(Cut {
+            shown: bytes.len(),
+            total,
+        });
         let text = String::from_utf8_lossy(&bytes);
         (self.config.credentials.redact(&text), cut, error)
     }
@@ -918,22 +883,15 @@ fn body_text(encoding: Encoding, value: &Value) -> String {
             for (name, value) in fields {
                 match value {
                     Value::Array(items) => {
-                        pairs.extend(items.iter().map(|item| (name.clone(), form_scalar(item))))
+                        pairs.extend(items.iter().map(|item| (name.clone(), scalar(item))))
                     }
                     Value::Null => {}
-                    other => pairs.push((name.clone(), form_scalar(other))),
+                    other => pairs.push((name.clone(), scalar(other))),
                 }
             }
             encode_pairs(&pairs)
         }
         _ => value.to_string(),
-    }
-}
-
-fn form_scalar(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 

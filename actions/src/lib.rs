@@ -4,17 +4,13 @@
 //! The flow has three steps, one module each:
 //!
 //! 1. **Ingest** (`spec.rs`, `schema.rs`, `action.rs`): `Catalog::parse` reads an OpenAPI
-//!    3.0 or 3.1 document, JSON or YAML (`is_openapi` tells one apart), into one `Action` per
-//!    operation: method, path, ids, texts, the inputs (path-level parameters merged with the
-//!    operation's, and the top-level fields of a JSON or form body, `allOf` merged), security
-//!    and servers. `$ref`s inside the document are expanded once here; cycles are cut and
-//!    dangling references are errors naming them. `Action::embed_text` is what to embed to
-//!    find an action; `Action::describe` is the card to show the model; `Action::hash`
-//!    changes exactly when the operation does.
-//! 2. **Validate** (`validate.rs`): `Action::prepare` checks the model's inputs (a JSON
-//!    object of name → value) against the schemas and builds a `Prepared` request, or says
-//!    what is wrong: `Invalid::Missing` (ask the user), `Invalid::Bad` (each problem, phrased
-//!    for the model). Obvious coercions are made and recorded.
+//!    3.0 or 3.1 document, JSON or YAML, into one `Action` per operation (method, path, texts,
+//!    inputs, security, servers), `$ref`s expanded once, cycles cut. `Action::embed_text` is
+//!    what to embed, `Action::describe` the card for the model; `Action::hash` changes
+//!    exactly when the operation does.
+//! 2. **Validate** (`validate.rs`): `Action::prepare` checks the model's inputs against the
+//!    schemas and builds a `Prepared` request, or says what is wrong: `Invalid::Missing` (ask
+//!    the user) or `Invalid::Bad` (each problem, phrased for the model).
 //! 3. **Execute** (`exec.rs`, `secret.rs`): an `Executor` sends a `Prepared` request to the
 //!    configured base URL (or the spec's first absolute server) and returns an `Outcome`
 //!    whose `Display` is the tool result for the model.

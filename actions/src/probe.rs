@@ -1,36 +1,23 @@
 //! The probe: a softmax regression from a request's embedding to the operation it asks for,
 //! fit on the example requests an index holds (`walkrag index SPEC --examples-from FILE`).
+//! Unlike the pick's other terms, which read the request against one operation at a time, it
+//! learns which directions of the embedding tell near neighbours apart.
 //!
-//! The pick's other terms read the request against one operation at a time: the model's
-//! readings, its nearness to the operation's nearest text, the vote of the five nearest
-//! example requests. None of them learns which directions of the embedding tell two near
-//! neighbours apart ("what she sent" and "her inbox"); a linear classifier fit on every
-//! labelled request does. Fit on the requests of the sets before each of the blind sets 29 to
-//! 49 and tested on that set, it alone picks 0.835 of them right, against 0.725 for the
-//! vote; added to the pick's sum it took the 630 recorded picks of those sets from 513 to 562
-//! right (`docs/results/actions-discourse/`, row 81).
-//!
-//! The fit is full-batch gradient descent with Adam on the mean cross-entropy and a small L2
-//! penalty, a fixed number of steps from zero weights: deterministic, a second or two for a
-//! few thousand requests, and done once per index a strategy runs with.
+//! The fit is full-batch Adam on the mean cross-entropy with a small L2 penalty, a fixed
+//! number of steps from zero weights: deterministic, and a second or two per index.
 
 use std::collections::BTreeMap;
 
-/// Steps of the fit: 400 (200 picked 0.825 of the blind sets' requests right, 400 0.835,
-/// 500 no more).
+/// Steps of the fit: more than 400 picked no better.
 const STEPS: usize = 400;
 
-/// Adam's step size: 0.05.
+/// Adam's step size, decay rates of the mean gradient and of its square, and guard against
+/// dividing by zero.
 const RATE: f32 = 0.05;
-
-/// Adam's decay rates of the mean gradient and of its square.
 const BETAS: (f32, f32) = (0.9, 0.999);
-
-/// Adam's guard against dividing by zero.
 const EPSILON: f32 = 1e-8;
 
-/// The L2 penalty on the weights (not the biases): 1e-5. At 1e-4 the probe picked 0.819 of
-/// the blind sets' requests right, at 1e-3 0.676, at 0 0.808.
+/// The L2 penalty on the weights (not the biases); more or none picked worse.
 const L2: f32 = 1e-5;
 
 /// What a probability is floored at before its logarithm is taken, so that an operation with
@@ -210,10 +197,8 @@ enum Layout {
     Columns,
 }
 
-/// `out[m][n] += left[m][inner] · right[inner][n]`, all row-major except `left` where
-/// `layout` says it is stored transposed. Each product adds a scaled row of `right` to a row
-/// of `out`, which the compiler vectorises; the rows of `out` are shared among the CPU's
-/// threads.
+/// `out[m][n] += left[m][inner] · right[inner][n]`, row-major (`left` as `layout` says), by
+/// scaled rows of `right` (which vectorise), the rows of `out` shared among threads.
 fn matmul(
     left: &[f32],
     layout: Layout,
@@ -258,8 +243,7 @@ fn matmul(
 mod tests {
     use super::*;
 
-    /// Points near the corners of the unit square, labelled by corner, one class per corner,
-    /// with `n` points each.
+    /// `n` points near each of three corners of the unit square, labelled by corner.
     fn corners(n: usize) -> Vec<(Vec<f32>, String)> {
         let centres = [
             ([1.0, 0.0, 0.2], "east"),

@@ -1,13 +1,11 @@
-//! Actions as index records: one JSON Lines record per operation, which `walkrag index`
-//! writes beside the index and indexes like any `.jsonl` corpus. The engine knows nothing of
-//! OpenAPI; the `actions` strategy finds records by their `kind` and reads the operation and
-//! its spec back from their metadata.
+//! Actions as index records: JSON Lines that `walkrag index` indexes like any corpus, so the
+//! engine knows nothing of OpenAPI; the `actions` strategy finds them by their `kind`.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Action;
+use crate::action::{one_line, Action};
 use crate::spec::Catalog;
 
 /// The `kind` of an action record: what the `actions` strategy searches for.
@@ -39,7 +37,7 @@ impl ActionRecord {
     pub fn of(action: &Action, spec: &Path) -> Self {
         let mut title = format!("{} {}", action.method, action.path);
         if let Some(summary) = &action.summary {
-            let summary = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+            let summary = one_line(summary);
             if !summary.is_empty() {
                 title.push_str(" — ");
                 title.push_str(&summary);
@@ -56,14 +54,7 @@ impl ActionRecord {
             spec: spec.to_string_lossy().into_owned(),
         }
     }
-}
 
-/// The record id of the `n`th example request (from 1) of the operation `operation_id`.
-pub(crate) fn example_id(operation_id: &str, n: usize) -> String {
-    format!("{operation_id}#example-{n}")
-}
-
-impl ActionRecord {
     /// One record per example request of `action` ([`EXAMPLE_KIND`], with the operation's
     /// id and the example as their text), none when it has none.
     pub fn examples_of(action: &Action, spec: &Path) -> Vec<Self> {
@@ -81,6 +72,11 @@ impl ActionRecord {
             })
             .collect()
     }
+}
+
+/// The record id of the `n`th example request (from 1) of the operation `operation_id`.
+pub(crate) fn example_id(operation_id: &str, n: usize) -> String {
+    format!("{operation_id}#example-{n}")
 }
 
 impl Catalog {

@@ -1,8 +1,6 @@
-//! `$ref` resolution and schema flattening. Schemas are copied out of the document with every
-//! `#/...` reference replaced by what it names and `allOf` members merged, so the rest of the
-//! crate never looks a reference up. A recursive reference met inside itself is expanded once
-//! more and then cut, as is one too deep: replaced by a stub that keeps the target's type and
-//! names the reference.
+//! `$ref` resolution and schema flattening: schemas are copied out with references expanded
+//! and `allOf` merged, so the rest of the crate never looks one up. A reference too deep or
+//! met inside itself twice is cut: a stub keeps the target's type and names the reference.
 
 use serde_json::{Map, Value};
 
@@ -220,6 +218,14 @@ pub fn main_type(schema: &Value) -> Option<&str> {
         _ if schema.get("items").is_some() => Some("array"),
         _ => None,
     }
+}
+
+/// The names an object schema lists as `required`.
+pub fn required(schema: &Value) -> Vec<&str> {
+    let names = schema.get("required").and_then(Value::as_array);
+    names.map_or_else(Vec::new, |names| {
+        names.iter().filter_map(Value::as_str).collect()
+    })
 }
 
 /// Whether a schema accepts `null` (3.0's `nullable`, 3.1's `"null"` in a type list).

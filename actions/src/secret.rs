@@ -40,9 +40,8 @@ impl fmt::Display for Secret {
 /// The prefix of the environment variable that holds a security scheme's credential.
 pub const ENV_PREFIX: &str = "WALKRAG_AUTH_";
 
-/// The environment variable `Credentials::from_env` reads for a scheme: `WALKRAG_AUTH_` and
-/// the scheme's name in capitals, other characters as `_`
-/// (`bearerAuth` → `WALKRAG_AUTH_BEARERAUTH`).
+/// The environment variable `Credentials::from_env` reads for a scheme, other characters as
+/// `_`: `bearerAuth` → `WALKRAG_AUTH_BEARERAUTH`.
 pub fn scheme_env_var(scheme: &str) -> String {
     let name: String = scheme
         .chars()
@@ -57,10 +56,8 @@ pub fn scheme_env_var(scheme: &str) -> String {
     format!("{ENV_PREFIX}{name}")
 }
 
-/// What the executor adds to requests: headers sent with every request, a credential per
-/// security scheme, used when an operation's security names that scheme, and values for
-/// credential inputs by name ([`crate::Input::is_credential`]: a query `token`, an `api_key`),
-/// sent where an operation takes an input of that name. Debug shows names only.
+/// What the executor adds to requests: headers, a credential per security scheme, and values
+/// for credential inputs by name ([`crate::Input::is_credential`]). Debug shows names only.
 #[derive(Clone, Default)]
 pub struct Credentials {
     headers: Vec<(String, Secret)>,
@@ -73,8 +70,7 @@ impl Credentials {
         Self::default()
     }
 
-    /// Adds a header sent with every request. The name must be an HTTP token and the value
-    /// one line.
+    /// Adds a header sent with every request: an HTTP token name and a one-line value.
     pub fn with_header(mut self, name: &str, value: Secret) -> Result<Self, ConfigError> {
         let name = name.trim();
         if !is_token(name) {
@@ -99,8 +95,8 @@ impl Credentials {
         self.with_header(name, Secret::new(value.trim()))
     }
 
-    /// Sets the value of every credential input named `name` (compared without regard to
-    /// case), e.g. the `token` a download link needs in its query. The value must be one line.
+    /// Sets the one-line value of every credential input named `name` in any case, e.g. the
+    /// `token` a download link needs in its query.
     pub fn with_input(mut self, name: &str, value: Secret) -> Result<Self, ConfigError> {
         let name = name.trim();
         if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -125,8 +121,7 @@ impl Credentials {
         self.with_input(name, Secret::new(value))
     }
 
-    /// Whether a value is configured for the credential input `name`: as an input, or as a
-    /// header of that name.
+    /// Whether an input or header value is configured for the credential input `name`.
     pub fn provides(&self, name: &str) -> bool {
         self.inputs
             .iter()
@@ -175,18 +170,12 @@ impl Credentials {
         self.headers.iter().map(|(name, _)| name.as_str())
     }
 
-    /// Whether a credential is configured for `scheme`.
-    pub fn has_scheme(&self, scheme: &str) -> bool {
-        self.schemes.contains_key(scheme)
-    }
-
     pub fn is_empty(&self) -> bool {
         self.headers.is_empty() && self.schemes.is_empty() && self.inputs.is_empty()
     }
 
-    /// What to add to a request with these security alternatives and credential `inputs`:
-    /// the first alternative whose every scheme has a credential, the configured values of
-    /// those inputs, and the configured headers.
+    /// What to add to a request: the first security alternative whose every scheme has a
+    /// credential, the configured values of `inputs`, and the configured headers.
     pub(crate) fn attach(
         &self,
         security: &[SecurityRequirement],
@@ -208,29 +197,26 @@ impl Credentials {
                 for name in alternative.keys() {
                     let secret = self.schemes[name].expose();
                     attached.used.push(format!("scheme {name}"));
-                    match &schemes[name] {
+                    let authorization = match &schemes[name] {
                         SecurityScheme::ApiKey { name, location } => {
-                            let slot = match location {
-                                KeyLocation::Header => &mut attached.headers,
-                                KeyLocation::Query => &mut attached.query,
-                                KeyLocation::Cookie => &mut attached.cookies,
-                            };
-                            slot.push((name.clone(), secret.to_string()));
+                            let key = (name.clone(), secret.to_string());
+                            attached.slot(*location).push(key);
+                            continue;
                         }
                         SecurityScheme::Http { scheme, .. } if scheme == "basic" => {
-                            let value = format!("Basic {}", base64(secret.as_bytes()));
-                            attached.headers.push(("Authorization".into(), value));
+                            format!("Basic {}", base64(secret.as_bytes()))
                         }
                         SecurityScheme::Http { scheme, .. } if scheme != "bearer" => {
-                            let value = format!("{} {secret}", capitalised(scheme));
-                            attached.headers.push(("Authorization".into(), value));
+                            format!("{} {secret}", capitalised(scheme))
                         }
                         SecurityScheme::Http { .. } | SecurityScheme::OAuth2 => {
-                            let value = format!("Bearer {secret}");
-                            attached.headers.push(("Authorization".into(), value));
+                            format!("Bearer {secret}")
                         }
-                        SecurityScheme::MutualTls => {}
-                    }
+                        SecurityScheme::MutualTls => continue,
+                    };
+                    attached
+                        .headers
+                        .push(("Authorization".into(), authorization));
                 }
             }
             None if self.headers.is_empty() && !security.iter().any(|a| a.is_empty()) => {
@@ -248,21 +234,13 @@ impl Credentials {
             else {
                 continue;
             };
-            let slot = match location {
-                KeyLocation::Header => &mut attached.headers,
-                KeyLocation::Query => &mut attached.query,
-                KeyLocation::Cookie => &mut attached.cookies,
-            };
-            slot.push((name.clone(), secret.expose().to_string()));
+            let value = secret.expose().to_string();
+            attached.slot(*location).push((name.clone(), value));
             attached.used.push(format!("input {name}"));
         }
         for (name, value) in &self.headers {
-            attached
-                .headers
-                .retain(|(mine, _)| !mine.eq_ignore_ascii_case(name));
-            attached
-                .headers
-                .push((name.clone(), value.expose().to_string()));
+            let value = value.expose().to_string();
+            put(&mut attached.headers, name.clone(), value);
         }
         attached
     }
@@ -285,11 +263,9 @@ impl Credentials {
         out
     }
 
-    /// Where to cut `bytes`, the start of a text shown only in part, so that no credential is
-    /// cut in two: `bytes.len()`, unless the text ends with the first bytes of a credential
-    /// in one of the forms `redact` replaces, not inside a whole one; then where they start,
-    /// or where a credential overlapping them starts. What is left is redacted whole, and no
-    /// start of one shows.
+    /// Where to cut `bytes`, a text shown only in part, so that no credential (in any form
+    /// `redact` replaces) is cut in two: before a credential's first bytes at its end, or
+    /// before any credential overlapping them. What is left is redacted whole.
     pub(crate) fn cut_before_credential(&self, bytes: &[u8]) -> usize {
         let needles = self.needles();
         // Where the earliest form cut off at the end starts (its longest proper prefix).
@@ -387,13 +363,12 @@ fn merged(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
 }
 
 /// Sets `name` to `value` in `list`, replacing an entry of the same name in any case.
-fn put(list: &mut Vec<(String, Secret)>, name: String, value: Secret) {
+fn put<T>(list: &mut Vec<(String, T)>, name: String, value: T) {
     list.retain(|(mine, _)| !mine.eq_ignore_ascii_case(&name));
     list.push((name, value));
 }
 
-/// A credential input of an operation ([`crate::Input::is_credential`]): where it goes and
-/// whether the operation requires it.
+/// A credential input of an operation ([`crate::Input::is_credential`]).
 #[derive(Debug, Clone)]
 pub(crate) struct CredentialInput {
     pub name: String,
@@ -412,6 +387,16 @@ pub(crate) struct Attached {
     /// The schemes of the operation's first security alternative, when none could be
     /// satisfied and no header was configured either.
     pub missing: Vec<String>,
+}
+
+impl Attached {
+    fn slot(&mut self, location: KeyLocation) -> &mut Vec<(String, String)> {
+        match location {
+            KeyLocation::Header => &mut self.headers,
+            KeyLocation::Query => &mut self.query,
+            KeyLocation::Cookie => &mut self.cookies,
+        }
+    }
 }
 
 /// Whether `name` is an HTTP header name (an RFC 9110 token).

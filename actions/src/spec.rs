@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::action::{
-    Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, Returned,
+    scalar, Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, Returned,
     SecurityRequirement, SecurityScheme, Server, Style, Type, RETURNED_FIELDS,
 };
 use crate::error::SpecError;
@@ -84,7 +84,7 @@ impl Catalog {
             Some(_) => return Err(malformed("openapi", "expected a version string")),
             None => {
                 return Err(match top.get("swagger") {
-                    Some(v) => SpecError::UnsupportedVersion(format!("swagger {}", plain(v))),
+                    Some(v) => SpecError::UnsupportedVersion(format!("swagger {}", scalar(v))),
                     None => SpecError::NotOpenApi,
                 })
             }
@@ -126,7 +126,7 @@ impl Catalog {
         Ok(Catalog {
             openapi,
             title: text_of(info, "title").unwrap_or_default(),
-            version: info.get("version").map(plain).unwrap_or_default(),
+            version: info.get("version").map(scalar).unwrap_or_default(),
             description: text_of(info, "description"),
             servers: read_servers(top.get("servers")),
             security_schemes,
@@ -147,12 +147,17 @@ fn malformed(at: &str, message: &str) -> SpecError {
     }
 }
 
-/// A scalar as text (`2.0` for the number 2.0, `v1` for the string).
-fn plain(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// Whether `key` is `true`.
+fn flag(value: &Value, key: &str) -> bool {
+    value.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+/// The strings of a list; none for anything else.
+fn strings(list: Option<&Value>) -> Vec<String> {
+    let items = list
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str));
+    items.map_or_else(Vec::new, |items| items.map(String::from).collect())
 }
 
 /// A non-empty string field.
@@ -207,16 +212,6 @@ fn read_operation(
     if servers.is_empty() {
         servers = read_servers(item.get("servers"));
     }
-    let tags = operation
-        .get("tags")
-        .and_then(Value::as_array)
-        .map(|tags| {
-            tags.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
     Ok(Action {
         operation_id,
         synthesized_id,
@@ -224,8 +219,8 @@ fn read_operation(
         path: path.to_string(),
         summary: text_of(operation, "summary"),
         description: text_of(operation, "description"),
-        tags,
-        deprecated: operation.get("deprecated").and_then(Value::as_bool) == Some(true),
+        tags: strings(operation.get("tags")),
+        deprecated: flag(operation, "deprecated"),
         inputs,
         body,
         security,
@@ -237,11 +232,9 @@ fn read_operation(
     })
 }
 
-/// What the operation's first successful (2xx) JSON response holds, by field name: each
-/// field of an object, with its own fields (its items' for an array), or the items' fields
-/// of a response that is a list, in the order `order` has them. Nothing is sent from it, so
-/// a response the document describes badly (an external or dangling `$ref`) costs only
-/// this, with a warning.
+/// The fields of the operation's first 2xx JSON response (or of its items, for a list), each
+/// with its own fields, in the document's order. Nothing is sent from it, so a bad `$ref`
+/// there costs only this, with a warning.
 fn read_returns(
     resolver: &Resolver,
     order: &PropertyOrder,
@@ -405,17 +398,10 @@ fn read_parameter(
         Value::Null => Value::Object(Map::new()),
         raw => resolver.expand(&raw, &format!("{at} parameter {name}"))?,
     };
-    let required =
-        location == Location::Path || param.get("required").and_then(Value::as_bool) == Some(true);
-    let mut input = input(
-        name,
-        name,
-        location,
-        required,
-        text_of(param, "description"),
-        &schema,
-    );
-    input.deprecated |= param.get("deprecated").and_then(Value::as_bool) == Some(true);
+    let required = location == Location::Path || flag(param, "required");
+    let description = text_of(param, "description");
+    let mut input = input(name, name, location, required, description, &schema);
+    input.deprecated |= flag(param, "deprecated");
     input.style = match param.get("style").and_then(Value::as_str) {
         Some("label") => Style::Label,
         Some("matrix") => Style::Matrix,
@@ -463,7 +449,7 @@ fn input(
             .unwrap_or_default(),
         description: description.or_else(|| text_of(schema, "description")),
         default: schema.get("default").cloned(),
-        deprecated: schema.get("deprecated").and_then(Value::as_bool) == Some(true),
+        deprecated: flag(schema, "deprecated"),
         style: Style::Simple,
         explode: false,
         schema: schema.clone(),
@@ -478,7 +464,7 @@ fn read_body(
     at: &str,
 ) -> Result<Option<Body>, SpecError> {
     let body = resolver.follow(body, at)?;
-    let required = body.get("required").and_then(Value::as_bool) == Some(true);
+    let required = flag(body, "required");
     let Some(Value::Object(content)) = body.get("content") else {
         return Ok(None);
     };
@@ -525,14 +511,10 @@ fn read_body(
                 Some(Value::Object(_)) => true,
                 _ => false,
             };
-            let required_names: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|names| names.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let required_names = schema::required(&schema);
             for (field, property) in properties {
                 // Fields the server fills in (ids, timestamps) are not sent.
-                if property.get("readOnly").and_then(Value::as_bool) == Some(true) {
+                if flag(property, "readOnly") {
                     continue;
                 }
                 let name = if inputs.iter().any(|i| i.name == *field) {
@@ -541,26 +523,14 @@ fn read_body(
                     field.clone()
                 };
                 let required = required_names.contains(&field.as_str());
-                inputs.push(input(
-                    &name,
-                    field,
-                    Location::Body,
-                    required,
-                    None,
-                    property,
-                ));
+                let field = input(&name, field, Location::Body, required, None, property);
+                inputs.push(field);
             }
         }
         _ => {
             let description = text_of(body, "description");
-            inputs.push(input(
-                "body",
-                "",
-                Location::Body,
-                required,
-                description,
-                &schema,
-            ));
+            let whole = input("body", "", Location::Body, required, description, &schema);
+            inputs.push(whole);
         }
     }
     Ok(Some(out))
@@ -594,7 +564,7 @@ fn read_servers(servers: Option<&Value>) -> Vec<Server> {
             if let Some(Value::Object(variables)) = server.get("variables") {
                 for (name, variable) in variables {
                     if let Some(default) = variable.get("default") {
-                        url = url.replace(&format!("{{{name}}}"), &plain(default));
+                        url = url.replace(&format!("{{{name}}}"), &scalar(default));
                     }
                 }
             }
@@ -616,18 +586,7 @@ fn read_security(security: Option<&Value>) -> Vec<SecurityRequirement> {
         .map(|requirement| {
             requirement
                 .iter()
-                .map(|(scheme, scopes)| {
-                    let scopes = scopes
-                        .as_array()
-                        .map(|s| {
-                            s.iter()
-                                .filter_map(Value::as_str)
-                                .map(String::from)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    (scheme.clone(), scopes)
-                })
+                .map(|(scheme, scopes)| (scheme.clone(), strings(Some(scopes))))
                 .collect()
         })
         .collect()

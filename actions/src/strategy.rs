@@ -1,29 +1,21 @@
 //! The `actions` strategy: find the API operations that fit a request in the index, let the
 //! model pick one and fill in its inputs, and have the executor send it.
 //!
-//! A request starts with a search for the request itself (a turn saved for small models);
-//! then the model acts, one action per turn, until it replies, asks, or the turn budget is
-//! spent. Built-in actions: `find_actions(query)` (more operations, shown as cards),
-//! `execute_action(operation_id, params)`, `ask_user(question)`, `respond(text)`. Models
-//! without native tools write them as one JSON object per line (read with the walker's
-//! streaming reader); tool-calling models get them as tools.
+//! A request starts with a search for the request itself; then the model acts, one action
+//! per turn, until it replies, asks, or the turn budget is spent: `find_actions(query)`,
+//! `execute_action(operation_id, params)`, `ask_user(question)` or `respond(text)`, as one
+//! JSON object held to a schema (`fill.rs`), or as native tool calls.
 //!
-//! Safety lives below the prompt: every turn is held to a JSON Schema whose input values can
-//! only be copied from what the user said or the API returned (`fill.rs`), the same rule is
-//! checked on replies no decoder held, required inputs left `null` are asked for by name,
-//! inputs that carry credentials are hidden, and the executor
-//! refuses to send what is not valid and asks the [`Confirm`] the strategy was built with
-//! before anything that changes state.
+//! Safety lives below the prompt: input values can only be copied from what the user said or
+//! the API returned, required inputs left `null` are asked for by name, credential inputs
+//! are hidden, and the executor refuses what is not valid and asks the [`Confirm`] before
+//! anything that changes state.
 //!
-//! The [`Answer`]: `answer` (= `text`) is what the user is told: the model's reply, the
-//! question for missing inputs, or in a dry run the request that would have been sent.
-//! `found` is true exactly when the request was carried out — a request answered with a 2xx
-//! status, or in a dry run a complete request built — and false when the user was asked
-//! something (the request waits for their answer), declined, or nothing succeeded.
-//! `ranked` holds the chunks of the operations retrieved, in the order found (retrieval
-//! recall is measured on it); `citations` the chunks of the operations the model called.
-//! `cycles` counts model turns; `termination` is `responded`, `asked_user`, `dry_run`,
-//! `max_cycles` (the turn budget), `stopped` or `nothing_retrieved`.
+//! The [`Answer`]: `answer` is what the user is told (the reply, the question for missing
+//! inputs, or a dry run's request). `found` is true exactly when the request was carried out
+//! (a 2xx answer, or a complete request in a dry run). `ranked` holds the operations
+//! retrieved, in the order found; `citations` those the model called; `cycles` counts model
+//! turns.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -66,56 +58,43 @@ pub const PICK_PROMPT: &str = include_str!("../prompts/pick.md");
 const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
 const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
 
-/// The margin of the value check ([`Actions::value_margin`]) chosen on the development
-/// requests (Discourse d01–d42, Intercom s01–s30): −4.5 left the most requests with every
-/// value judged right. Replayed on the recorded fills of three untuned sets it fixed 5 asks
-/// and broke 5 (`docs/results/actions-discourse/given/`), so the check is off by default.
+/// The value check's margin ([`Actions::value_margin`]) chosen on the development requests
+/// (Discourse d01–d42, Intercom s01–s30). Replayed on three untuned sets it fixed 6 asks and
+/// broke 5 (`docs/results/actions-discourse/given/`), so the check is off by default.
 pub const VALUE_MARGIN: f32 = -4.5;
 
-/// How far a weighed pick's shortlist leans on the best ranks of each ranking it fuses (the
-/// search's and the request reading's): reciprocal rank fusion's k, low so the two firsts
-/// count.
+/// Reciprocal rank fusion's k for a weighed pick's shortlist: low, so each ranking's first
+/// places count.
 const SHORTLIST_RRF_K: f32 = 20.0;
 
-/// How much likelier (log-probability, nats) "none" must read than every listed operation
-/// for a weighed pick to pick none: 1, about 2.7 times. A small model reads "none" first for
-/// requests an operation on the list does fit.
+/// How much likelier (nats) "none" must read than every listed operation to be picked: a
+/// small model reads "none" first for requests a listed operation fits.
 const NONE_MARGIN: f32 = 1.0;
 
-/// The weight of nearness in a weighed pick ([`Actions::nearness_weight`]): 10.
+/// Default weights of a weighed pick ([`Actions::nearness_weight`], [`Actions::vote_weight`],
+/// [`Actions::probe_weight`]): nearness 10, or 30 where examples were given in a file and
+/// 15 beside the probe; the vote 10, or 5 beside the probe; the probe 4 where examples were
+/// given.
 const NEARNESS_WEIGHT: f32 = 10.0;
-
-/// The weight of nearness where examples were given in a file: 30, or 15 beside the probe
-/// ([`Actions::probe_weight`]).
 const NEARNESS_WEIGHT_GIVEN: f32 = 30.0;
 const NEARNESS_WEIGHT_BESIDE_PROBE: f32 = 15.0;
-
-/// The weight of the vote ([`Actions::vote_weight`]): 10, or 5 beside the probe.
 const VOTE_WEIGHT: f32 = 10.0;
 const VOTE_WEIGHT_BESIDE_PROBE: f32 = 5.0;
-
-/// The weight of the probe where enough examples were given in a file
-/// ([`Actions::probe_weight`]): 4.
 const PROBE_WEIGHT_GIVEN: f32 = 4.0;
 
-/// The fewest example requests given in a file per operation of the APIs, on average, for
-/// the probe to weigh by default: 8. Replayed on the blind sets 29–49 with a probe fit on a
-/// share of the earlier requests, it lost picks at 3 per operation (513 right without it,
-/// 469 with it at weight 4), gained few at 6 (523) and most from 9 on (546; 562 at 16):
-/// `docs/results/actions-discourse/`, row 84.
+/// The fewest example requests given per operation, on average, for the probe to weigh by
+/// default: fit on fewer it lost picks (`docs/results/actions-discourse/`, row 84).
 const PROBE_MIN_PER_OPERATION: f32 = 8.0;
 
-/// How many of the example requests nearest to the request vote in a weighed pick
-/// ([`Actions::vote_weight`]): 5.
+/// The example requests nearest to the request that vote: 5.
 const VOTE_K: usize = 5;
 
-/// The temperature of the vote's softmax over the voters' similarities: 0.1, so that a
-/// voter 0.1 nearer counts e (2.7) times as much.
+/// The temperature of the vote's softmax over similarities: a voter 0.1 nearer counts e
+/// times as much.
 const VOTE_TEMPERATURE: f32 = 0.1;
 
-/// The request of the list reading's blank read ([`Actions::calibration`]): no request at
-/// all, so what the model gives each id there is its lean towards that id on that list
-/// (its place, its words), not what the request asks.
+/// The request of the blank list reading ([`Actions::calibration`]): none, so what the model
+/// gives each id is its lean towards it on that list.
 const BLANK_REQUEST: &str = "N/A";
 
 /// What a pick says when no operation fits.
@@ -471,14 +450,14 @@ impl Actions {
         };
         let ranked = self.find(&mut run, 1, &query, guess.as_deref())?;
         let mut found: Vec<String> = ranked.iter().take(self.k).cloned().collect();
-        run.record_action(ActionStep {
-            cycle: 1,
-            action: "find_actions".into(),
-            text: Some(query.clone()),
-            outcome: "found".into(),
-            result: found.join(", "),
-            ..ActionStep::default()
-        });
+        let result = found.join(", ");
+        run.record_action(step(
+            1,
+            "find_actions",
+            "found",
+            Some(query.clone()),
+            result,
+        ));
         if found.is_empty() && conversation.available.is_empty() {
             let text = "No API operation in the index fits this request.".to_string();
             return Ok(run.finish(text, false, Termination::NothingRetrieved, 0));
@@ -529,13 +508,8 @@ impl Actions {
             let mut ended: Option<(String, Termination)> = None;
             for call in calls {
                 if ended.is_some() {
-                    let step = ActionStep {
-                        cycle: turn,
-                        action: call.call.name().into(),
-                        outcome: "not_run".into(),
-                        result: "Not run: the exchange had ended.".into(),
-                        ..ActionStep::default()
-                    };
+                    let result = "Not run: the exchange had ended.".to_string();
+                    let step = step(turn, call.call.name(), "not_run", None, result);
                     conversation.answer(tools, &call, &step.result);
                     run.record_action(step);
                     continue;
@@ -547,14 +521,13 @@ impl Actions {
                                       operations listed, or ask the user."
                             .to_string();
                         conversation.answer(tools, &call, &result);
-                        run.record_action(ActionStep {
-                            cycle: turn,
-                            action: "find_actions".into(),
-                            text: Some(query),
-                            outcome: "not_run".into(),
+                        run.record_action(step(
+                            turn,
+                            "find_actions",
+                            "not_run",
+                            Some(query),
                             result,
-                            ..ActionStep::default()
-                        });
+                        ));
                     }
                     Call::Find { query } => {
                         finds += 1;
@@ -564,14 +537,7 @@ impl Actions {
                         let fresh = conversation.add_available(&found);
                         let result = self.found_message(&fresh, &found);
                         conversation.answer(tools, &call, &result);
-                        run.record_action(ActionStep {
-                            cycle: turn,
-                            action: "find_actions".into(),
-                            text: Some(query),
-                            outcome: "found".into(),
-                            result,
-                            ..ActionStep::default()
-                        });
+                        run.record_action(step(turn, "find_actions", "found", Some(query), result));
                     }
                     Call::Ask { question } => {
                         let asked = self.names_in(&question, &conversation.available);
@@ -610,13 +576,8 @@ impl Actions {
                             continue;
                         }
                         conversation.answer(tools, &call, "Shown to the user.");
-                        run.record_action(ActionStep {
-                            cycle: turn,
-                            action: "respond".into(),
-                            text: Some(text.clone()),
-                            outcome: "responded".into(),
-                            ..ActionStep::default()
-                        });
+                        let said = Some(text.clone());
+                        run.record_action(step(turn, "respond", "responded", said, String::new()));
                         // The model's words alone may claim what never happened ("Topic
                         // 1234 updated"): the user is told plainly when nothing was sent.
                         let text = if carried_out {
@@ -638,13 +599,7 @@ impl Actions {
                             )
                         };
                         conversation.answer(tools, &call, &result);
-                        run.record_action(ActionStep {
-                            cycle: turn,
-                            action: "unreadable".into(),
-                            outcome: "unreadable".into(),
-                            result,
-                            ..ActionStep::default()
-                        });
+                        run.record_action(step(turn, "unreadable", "unreadable", None, result));
                     }
                     Call::Execute {
                         operation_id,
@@ -916,13 +871,14 @@ impl Actions {
             .await?;
         let text = completion.text.trim();
         let words = guessed_words(text);
-        run.record_action(ActionStep {
-            cycle: 1,
-            action: "guess".into(),
-            text: Some(text.to_string()),
-            outcome: if words.is_some() { "guessed" } else { "none" }.into(),
-            ..ActionStep::default()
-        });
+        let outcome = if words.is_some() { "guessed" } else { "none" };
+        run.record_action(step(
+            1,
+            "guess",
+            outcome,
+            Some(text.to_string()),
+            String::new(),
+        ));
         Ok(words)
     }
 
@@ -2149,11 +2105,22 @@ impl Tally {
 
 /// The record of a reply or question sent back as premature.
 fn premature_step(turn: usize, action: &str, text: String, result: String) -> ActionStep {
+    step(turn, action, "premature", Some(text), result)
+}
+
+/// A step of turn `cycle`: `action`, what came of it, what the model said and was told.
+fn step(
+    cycle: usize,
+    action: &str,
+    outcome: &str,
+    text: Option<String>,
+    result: String,
+) -> ActionStep {
     ActionStep {
-        cycle: turn,
+        cycle,
         action: action.into(),
-        text: Some(text),
-        outcome: "premature".into(),
+        text,
+        outcome: outcome.into(),
         result,
         ..ActionStep::default()
     }

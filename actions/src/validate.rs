@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use crate::action::{
-    list_values, Action, Encoding, Input, Location, Method, SecurityRequirement, Server, Style,
+    cap, list_values, scalar, Action, Encoding, Input, Location, Method, SecurityRequirement,
+    Server, Style,
 };
 use crate::schema::{self, CUT};
 use walkrag_walker::jsonl::squash;
@@ -124,8 +125,7 @@ pub struct Prepared {
     pub headers: Vec<(String, String)>,
     pub cookies: Vec<(String, String)>,
     pub body: Option<PreparedBody>,
-    /// Values that were read as something else (`limit: "3" read as 3`); shown with the
-    /// outcome.
+    /// Values that were read as something else (`limit: "3" read as 3`).
     pub coerced: Vec<String>,
     pub security: Vec<SecurityRequirement>,
     pub servers: Vec<Server>,
@@ -157,10 +157,9 @@ pub(crate) fn encode_pairs(pairs: &[(String, String)]) -> String {
 }
 
 impl Action {
-    /// Checks `inputs` (a JSON object of input name → value) against this action and builds
-    /// the request. `null` stands for "not given". Obvious coercions (`"3"` for an integer,
-    /// `5` for a string, one value for a list, an enum value in the wrong case) are made and
-    /// recorded in `Prepared::coerced`.
+    /// Checks `inputs` (a JSON object of input name → value, `null` for "not given") and
+    /// builds the request. Obvious coercions (`"3"` for an integer, an enum value in the wrong
+    /// case) are made and recorded in `Prepared::coerced`.
     pub fn prepare(&self, inputs: &Value) -> Result<Prepared, Invalid> {
         let empty = Map::new();
         let given = match inputs {
@@ -448,52 +447,41 @@ impl Checker {
             }
         }
         match ty {
-            "integer" => {
-                if value.is_i64() || value.is_u64() {
-                    return true;
-                }
-                let whole = match &*value {
-                    Value::Number(n) => n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15),
-                    Value::String(s) => s.trim().parse::<i64>().ok().map(|i| i as f64),
-                    _ => None,
-                };
-                match whole {
-                    Some(f) => self.coerce(at, value, Value::from(f as i64)),
-                    None => {
-                        self.problem(at, &format!("expected an integer, got {}", short(value)));
-                        return false;
+            "integer" | "number" | "boolean" => {
+                let (read, expected) = match ty {
+                    "integer" if value.is_i64() || value.is_u64() => return true,
+                    "number" if value.is_number() => return true,
+                    "boolean" if value.is_boolean() => return true,
+                    "integer" => {
+                        let whole = match &*value {
+                            Value::Number(n) => {
+                                n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+                            }
+                            Value::String(s) => s.trim().parse::<i64>().ok().map(|i| i as f64),
+                            _ => None,
+                        };
+                        (whole.map(|f| Value::from(f as i64)), "an integer")
                     }
-                }
-            }
-            "number" => {
-                if value.is_number() {
-                    return true;
-                }
-                let parsed = value
-                    .as_str()
-                    .and_then(|s| s.trim().parse::<f64>().ok())
-                    .and_then(Number::from_f64);
-                match parsed {
-                    Some(n) => self.coerce(at, value, Value::Number(n)),
-                    None => {
-                        self.problem(at, &format!("expected a number, got {}", short(value)));
-                        return false;
+                    "number" => {
+                        let parsed = value.as_str().and_then(|s| s.trim().parse::<f64>().ok());
+                        (
+                            parsed.and_then(Number::from_f64).map(Value::Number),
+                            "a number",
+                        )
                     }
-                }
-            }
-            "boolean" => {
-                if value.is_boolean() {
-                    return true;
-                }
-                let parsed = match value.as_str().map(|s| s.trim().to_ascii_lowercase()) {
-                    Some(s) if s == "true" || s == "yes" => Some(true),
-                    Some(s) if s == "false" || s == "no" => Some(false),
-                    _ => None,
+                    _ => {
+                        let parsed = match value.as_str().map(|s| s.trim().to_ascii_lowercase()) {
+                            Some(s) if s == "true" || s == "yes" => Some(true),
+                            Some(s) if s == "false" || s == "no" => Some(false),
+                            _ => None,
+                        };
+                        (parsed.map(Value::Bool), "true or false")
+                    }
                 };
-                match parsed {
-                    Some(b) => self.coerce(at, value, Value::Bool(b)),
+                match read {
+                    Some(read) => self.coerce(at, value, read),
                     None => {
-                        self.problem(at, &format!("expected true or false, got {}", short(value)));
+                        self.problem(at, &format!("expected {expected}, got {}", short(value)));
                         return false;
                     }
                 }
@@ -542,11 +530,7 @@ impl Checker {
             .get("properties")
             .and_then(Value::as_object)
             .unwrap_or(&empty);
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = schema::required(schema);
         for (name, property) in properties {
             let field_at = format!("{at}.{name}");
             let is_required = required.contains(&name.as_str());
@@ -665,36 +649,20 @@ fn kind(value: &Value) -> &'static str {
 
 /// A value as JSON, cut to 60 characters, for messages.
 fn short(value: &Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
-    }
-}
-
-/// A scalar as text: strings bare, others as JSON.
-fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    cap(&value.to_string(), 60)
 }
 
 /// OpenAPI's `simple` style: lists as `a,b`, objects as `k,v,k2,v2` (`k=v,k2=v2` exploded).
 fn simple(value: &Value, explode: bool) -> String {
     match value {
         Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                if explode {
-                    format!("{k}={}", scalar(v))
-                } else {
-                    format!("{k},{}", scalar(v))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
+        Value::Object(map) => {
+            let separator = if explode { '=' } else { ',' };
+            let pairs = map
+                .iter()
+                .map(|(k, v)| format!("{k}{separator}{}", scalar(v)));
+            pairs.collect::<Vec<_>>().join(",")
+        }
         other => scalar(other),
     }
 }

@@ -1,7 +1,6 @@
-//! The order a document's schemas list their properties in. A parsed document (`Value`) keeps
-//! its maps sorted by key, which is right for everything walkrag sends; but what an operation
-//! returns is shown by its first fields, and those are the ones a spec's authors put first
-//! (`id`, `name`, `color`), not the first in the alphabet (`all_topics_wiki`).
+//! The order a document's schemas list their properties in. A parsed `Value` sorts its maps,
+//! but what an operation returns is shown by its first fields, which should be those the
+//! spec's authors put first (`id`, `name`), not the first in the alphabet.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -81,6 +80,24 @@ impl<'de> Deserialize<'de> for Written {
 
 struct WrittenVisitor;
 
+/// Visitor methods that read a scalar as a leaf.
+macro_rules! leaves {
+    ($($visit:ident: $ty:ty),*) => {$(
+        fn $visit<E>(self, _: $ty) -> Result<Written, E> {
+            Ok(Written::Leaf)
+        }
+    )*};
+}
+
+/// Visitor methods that read a scalar key as its text.
+macro_rules! keys {
+    ($($visit:ident: $ty:ty),*) => {$(
+        fn $visit<E>(self, key: $ty) -> Result<Key, E> {
+            Ok(Key(key.to_string()))
+        }
+    )*};
+}
+
 impl<'de> Visitor<'de> for WrittenVisitor {
     type Value = Written;
 
@@ -88,25 +105,7 @@ impl<'de> Visitor<'de> for WrittenVisitor {
         f.write_str("a JSON or YAML value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Written, E> {
-        Ok(Written::Leaf)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Written, E> {
-        Ok(Written::Leaf)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Written, E> {
-        Ok(Written::Leaf)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Written, E> {
-        Ok(Written::Leaf)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Written, E> {
-        Ok(Written::Leaf)
-    }
+    leaves!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 
     fn visit_unit<E>(self) -> Result<Written, E> {
         Ok(Written::Leaf)
@@ -150,25 +149,7 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a map key")
             }
 
-            fn visit_str<E>(self, key: &str) -> Result<Key, E> {
-                Ok(Key(key.to_string()))
-            }
-
-            fn visit_bool<E>(self, key: bool) -> Result<Key, E> {
-                Ok(Key(key.to_string()))
-            }
-
-            fn visit_i64<E>(self, key: i64) -> Result<Key, E> {
-                Ok(Key(key.to_string()))
-            }
-
-            fn visit_u64<E>(self, key: u64) -> Result<Key, E> {
-                Ok(Key(key.to_string()))
-            }
-
-            fn visit_f64<E>(self, key: f64) -> Result<Key, E> {
-                Ok(Key(key.to_string()))
-            }
+            keys!(visit_str: &str, visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
         }
         deserializer.deserialize_any(KeyVisitor)
     }
