@@ -5,7 +5,7 @@ def auc(gs,ls):
     pos=[g for g,l in zip(gs,ls) if l]; neg=[g for g,l in zip(gs,ls) if not l]
     s=sum((p>n)+0.5*(p==n) for p in pos for n in neg); return s/len(pos)/len(neg)
 # (scores file, items per case, column: 0 the summed log-probability, 1 the first token's)
-for d,n,col in [('yesno',4,0),('read',2,0),('read-whole',2,0),('read-first',2,1)]:
+for d,n,col in [('yesno',4,0),('read',2,0),('read-whole',2,0),('read-first',2,1),('read-1.5b',2,0)]:
     try: sc=[float(x.split()[col]) for x in open(f'docs/results/actions-discourse/given/calibration-scores-{d}.txt')]
     except: continue
     if len(sc)<n*len(cases): print(d,'partial',len(sc)); continue
