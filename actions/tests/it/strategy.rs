@@ -1130,14 +1130,7 @@ fn weighing_by(turns: Vec<Turn>, readings: Readings) -> ScriptedChatModel {
     };
     ScriptedChatModel::new(turns).with_scores(move |item: &ScoreItem| {
         let user = &item.messages.last().expect("a prompt").content;
-        if user.starts_with("The user said:") {
-            // The value check: every value reads as given.
-            if item.continuation == "NONE" {
-                -1.0
-            } else {
-                -0.5
-            }
-        } else if user.starts_with("Operations:") && user.ends_with("\n\nRequest: N/A") {
+        if user.starts_with("Operations:") && user.ends_with("\n\nRequest: N/A") {
             read(blank, item, 0.0)
         } else if user.starts_with("Operations:") {
             read(listed, item, -8.0)
