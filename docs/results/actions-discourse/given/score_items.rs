@@ -9,7 +9,9 @@ use walkrag_core::{ChatModel, ScoreItem};
 async fn scratch_scores() {
     let path = std::env::var("SCRATCH_ITEMS").unwrap();
     let out = std::env::var("SCRATCH_OUT").unwrap();
-    let m = crate::model(crate::MODELS[1]);
+    // SCRATCH_MODEL: another local model's name (qwen2.5-coder-1.5b) [default: the 0.5B].
+    let name = std::env::var("SCRATCH_MODEL").unwrap_or_else(|_| crate::MODELS[1].to_string());
+    let m = crate::model(&name);
     let items: Vec<ScoreItem> = std::fs::read_to_string(path)
         .unwrap()
         .lines()
