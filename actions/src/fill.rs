@@ -149,9 +149,17 @@ impl Sources {
     /// value of a response.
     fn holds_text(&self, text: &str) -> bool {
         let text = spaced(text);
-        !text.is_empty()
-            && (self.said.iter().any(|said| spaced(said).contains(&text))
-                || self.returned.iter().any(|r| spaced(r) == text))
+        !text.is_empty() && (self.said_holds(&text) || self.returned_holds(&text))
+    }
+
+    /// Whether a message holds `text` (already [`spaced`]).
+    fn said_holds(&self, text: &str) -> bool {
+        self.said.iter().any(|said| spaced(said).contains(text))
+    }
+
+    /// Whether a response returned `text` (already [`spaced`]).
+    fn returned_holds(&self, text: &str) -> bool {
+        self.returned.iter().any(|r| spaced(r) == text)
     }
 
     /// The user's messages, in order.
@@ -165,9 +173,7 @@ impl Sources {
         match value {
             Value::String(text) => {
                 let text = spaced(text);
-                !text.is_empty()
-                    && self.said.iter().any(|said| spaced(said).contains(&text))
-                    && !self.returned.iter().any(|r| spaced(r) == text)
+                !text.is_empty() && self.said_holds(&text) && !self.returned_holds(&text)
             }
             Value::Number(number) => self
                 .said
@@ -230,7 +236,7 @@ fn same_number(a: &Number, b: &Number) -> bool {
 }
 
 /// `text` with every run of white space one space, trimmed.
-fn spaced(text: &str) -> String {
+pub(crate) fn spaced(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
