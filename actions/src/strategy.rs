@@ -37,7 +37,7 @@ use walkrag_walker::{
     RetrievedChunk, SearchParams, Sink, Step, Strategy, StrategyError, Termination, Trace,
 };
 
-use crate::action::Action;
+use crate::action::{one_line, Action};
 use crate::exec::{Confirm, Executor, Outcome, RequestPreview};
 use crate::fill::{self, Sources};
 use crate::given;
@@ -101,9 +101,13 @@ const BLANK_REQUEST: &str = "N/A";
 /// What a pick says when no operation fits.
 const NONE: &str = "none";
 
-/// The pick's reply for `id`, as the pick prompt asks for it.
-fn pick_object(id: &str) -> String {
-    format!(r#"{{"operation_id": {}}}"#, Value::from(id))
+/// The pick's prompt: the operations' `lines`, then the request.
+fn pick_messages(lines: &[String], request: &str) -> Vec<Message> {
+    let list = lines.join("\n");
+    vec![
+        Message::system(PICK_PROMPT.trim()),
+        Message::user(format!("Operations:\n{list}\n\nRequest: {request}")),
+    ]
 }
 
 /// A list reading as a pick's text shows it: the read with the request, and the blank read
@@ -288,14 +292,15 @@ impl Actions {
             .find_map(|api| api.catalog.get(id).map(|action| (action, &api.executor)))
     }
 
+    /// Every operation of these APIs.
+    fn actions(&self) -> impl Iterator<Item = &Action> {
+        self.apis.iter().flat_map(|api| &api.catalog.actions)
+    }
+
     /// The most example requests ([`Action::examples`]) any operation has; where there are
     /// any, the search ranks by them too.
     fn most_examples(&self) -> usize {
-        self.apis
-            .iter()
-            .flat_map(|api| api.catalog.actions.iter().map(|a| a.examples.len()))
-            .max()
-            .unwrap_or(0)
+        self.actions().map(|a| a.examples.len()).max().unwrap_or(0)
     }
 
     /// The vote of the [`VOTE_K`] example requests nearest to `vector` (a request's), in
@@ -328,22 +333,17 @@ impl Actions {
 
     /// Whether some operation's example requests were given in a file.
     fn examples_given(&self) -> bool {
-        self.apis.iter().any(|api| {
-            api.catalog
-                .actions
-                .iter()
-                .any(|action| action.examples_given)
-        })
+        self.actions().any(|action| action.examples_given)
     }
 
     /// The example requests given in a file per operation of these APIs, on average.
     fn given_per_operation(&self) -> f32 {
-        let actions = || self.apis.iter().flat_map(|api| &api.catalog.actions);
-        let given: usize = actions()
+        let given: usize = self
+            .actions()
             .filter(|action| action.examples_given)
             .map(|action| action.examples.len())
             .sum();
-        given as f32 / actions().count().max(1) as f32
+        given as f32 / self.actions().count().max(1) as f32
     }
 
     /// [`Actions::probe_weight`], or its default for these APIs' examples.
@@ -487,7 +487,7 @@ impl Actions {
                 self.cards_before(&fresh),
                 earlier.question
             ),
-            None => self.request_message(&fresh, request),
+            None => format!("{}Request: {request}", self.cards_before(&fresh)),
         };
         conversation.messages.push(Message::user(message));
 
@@ -511,8 +511,7 @@ impl Actions {
                 if ended.is_some() {
                     let result = "Not run: the exchange had ended.".to_string();
                     let step = step(turn, call.call.name(), "not_run", None, result);
-                    conversation.answer(tools, &call, &step.result);
-                    run.record_action(step);
+                    run.answer(conversation, tools, &call, step);
                     continue;
                 }
                 match call.call.clone() {
@@ -521,14 +520,8 @@ impl Actions {
                         let result = "No more searches for this request: call one of the \
                                       operations listed, or ask the user."
                             .to_string();
-                        conversation.answer(tools, &call, &result);
-                        run.record_action(step(
-                            turn,
-                            "find_actions",
-                            "not_run",
-                            Some(query),
-                            result,
-                        ));
+                        let step = step(turn, "find_actions", "not_run", Some(query), result);
+                        run.answer(conversation, tools, &call, step);
                     }
                     Call::Find { query } => {
                         finds += 1;
@@ -537,15 +530,14 @@ impl Actions {
                         found.truncate(self.k);
                         let fresh = conversation.add_available(&found);
                         let result = self.found_message(&fresh, &found);
-                        conversation.answer(tools, &call, &result);
-                        run.record_action(step(turn, "find_actions", "found", Some(query), result));
+                        let step = step(turn, "find_actions", "found", Some(query), result);
+                        run.answer(conversation, tools, &call, step);
                     }
                     Call::Ask { question } => {
                         let asked = self.names_in(&question, &conversation.available);
                         if tally.premature(&asked) {
-                            let result = premature_result("ask the user");
-                            conversation.answer(tools, &call, &result);
-                            run.record_action(premature_step(turn, "ask_user", question, result));
+                            let step = premature(turn, "ask_user", question, "ask the user");
+                            run.answer(conversation, tools, &call, step);
                             continue;
                         }
                         conversation.answer(tools, &call, "Asked the user; their answer follows.");
@@ -554,9 +546,8 @@ impl Actions {
                     }
                     Call::Respond { text } => {
                         if tally.premature(&[]) {
-                            let result = premature_result("respond");
-                            conversation.answer(tools, &call, &result);
-                            run.record_action(premature_step(turn, "respond", text, result));
+                            let step = premature(turn, "respond", text, "respond");
+                            run.answer(conversation, tools, &call, step);
                             continue;
                         }
                         if let Some(unasked) = unasked.take().filter(|_| !carried_out) {
@@ -599,8 +590,8 @@ impl Actions {
                                  or respond."
                             )
                         };
-                        conversation.answer(tools, &call, &result);
-                        run.record_action(step(turn, "unreadable", "unreadable", None, result));
+                        let step = step(turn, "unreadable", "unreadable", None, result);
+                        run.answer(conversation, tools, &call, step);
                     }
                     Call::Execute {
                         operation_id,
@@ -647,11 +638,10 @@ impl Actions {
                         }
                         if executed.invalid {
                             invalid_in_row += 1;
-                            unasked = executed.unasked.clone();
                         } else {
                             invalid_in_row = 0;
-                            unasked = None;
                         }
+                        unasked = executed.unasked.clone();
                         if executed.success {
                             carried_out = true;
                             if let Some(request) = &executed.step.request {
@@ -691,12 +681,6 @@ impl Actions {
         Ok(run.finish(text, carried_out, Termination::MaxCycles, self.max_turns))
     }
 
-    /// The first message of a request: the cards of the operations just found, then the
-    /// request.
-    fn request_message(&self, fresh: &[String], request: &str) -> String {
-        format!("{}Request: {request}", self.cards_before(fresh))
-    }
-
     /// The cards of operations just found, as the start of a message (nothing when none).
     fn cards_before(&self, fresh: &[String]) -> String {
         if fresh.is_empty() {
@@ -717,15 +701,7 @@ impl Actions {
         }
     }
 
-    /// One line per operation, to choose by.
-    fn lines(&self, ids: &[String]) -> String {
-        ids.iter()
-            .filter_map(|id| self.lookup(id))
-            .map(|(action, _)| action.line())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
+    /// The cards of the operations `ids`, to call them by.
     fn cards(&self, ids: &[String]) -> String {
         ids.iter()
             .filter_map(|id| self.lookup(id))
@@ -830,7 +806,7 @@ impl Actions {
             chunks.push(passages::retrieved(&c, score, new));
         }
         let ms = started.elapsed().as_millis() as u64;
-        run.emit(Event::Retrieved {
+        run.sink.emit(Event::Retrieved {
             cycle,
             origin: Origin::Question,
             query: query.to_string(),
@@ -867,9 +843,7 @@ impl Actions {
             ..ChatRequest::default()
         };
         let model = self.finder(run.env.model);
-        let completion = run
-            .chat_with(model, 1, "guess", chat, &self.control)
-            .await?;
+        let completion = run.chat(model, 1, "guess", chat, &self.control).await?;
         let text = completion.text.trim();
         let words = guessed_words(text);
         let outcome = if words.is_some() { "guessed" } else { "none" };
@@ -990,15 +964,6 @@ impl Actions {
         };
         shortlist.sort_unstable();
         let list: Vec<String> = shortlist.iter().map(|&i| lines[i].1.line()).collect();
-        let list_prompt = |request: &str| {
-            vec![
-                Message::system(PICK_PROMPT.trim()),
-                Message::user(format!(
-                    "Operations:\n{}\n\nRequest: {request}",
-                    list.join("\n")
-                )),
-            ]
-        };
         let ids: Vec<&str> = shortlist
             .iter()
             .map(|&i| lines[i].0.as_str())
@@ -1013,10 +978,10 @@ impl Actions {
         let items: Vec<ScoreItem> = requests
             .iter()
             .flat_map(|request| {
-                let messages = list_prompt(request);
+                let messages = pick_messages(&list, request);
                 ids.iter().map(move |id| ScoreItem {
                     messages: messages.clone(),
-                    continuation: pick_object(id),
+                    continuation: format!(r#"{{"operation_id": {}}}"#, Value::from(*id)),
                 })
             })
             .collect();
@@ -1026,39 +991,34 @@ impl Actions {
             .map(|k| asked_list[k] - blank.get(k).map_or(0.0, |b| self.calibration * b))
             .collect();
 
-        let n = shortlist.len();
-        let nearness_weight = self.nearness_weight();
-        let near = if nearness_weight > 0.0 {
+        // The other terms: each named, with its weight and its reading of each listed operation.
+        let mut terms: Vec<(&str, f32, Vec<f32>)> = Vec::new();
+        let weight = self.nearness_weight();
+        if weight > 0.0 {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
             let index = run.env.index;
-            Some(
-                shortlist
-                    .iter()
-                    .map(|&i| nearness(index, &vector, lines[i].0))
-                    .collect::<Vec<f32>>(),
-            )
-        } else {
-            None
-        };
-        let share = |k: usize| -> Option<f32> {
-            let votes = votes.as_ref()?;
-            let id = lines[shortlist[k]].0;
-            Some(
+            let near = |&i: &usize| nearness(index, &vector, lines[i].0);
+            terms.push(("near", weight, shortlist.iter().map(near).collect()));
+        }
+        if let Some(votes) = &votes {
+            let share = |&i: &usize| {
                 votes
                     .iter()
-                    .find(|(voted, _)| voted == id)
-                    .map_or(0.0, |v| v.1),
-            )
-        };
+                    .find(|v| v.0 == *lines[i].0)
+                    .map_or(0.0, |v| v.1)
+            };
+            terms.push(("vote", vote_weight, shortlist.iter().map(share).collect()));
+        }
+        if let Some(probed) = &probed {
+            let probe = |&i: &usize| probed[i];
+            terms.push(("probe", probe_weight, shortlist.iter().map(probe).collect()));
+        }
+        let n = shortlist.len();
         let total: Vec<f32> = (0..n)
             .map(|k| {
-                let nearness = near.as_ref().map_or(0.0, |v| nearness_weight * v[k]);
-                let vote = share(k).map_or(0.0, |v| vote_weight * v);
-                let probe = probed
-                    .as_ref()
-                    .map_or(0.0, |p| probe_weight * p[shortlist[k]]);
-                asked[shortlist[k]] + self.list_weight * listed[k] + nearness + vote + probe
+                let read = asked[shortlist[k]] + self.list_weight * listed[k];
+                terms.iter().fold(read, |sum, t| sum + t.1 * t.2[k])
             })
             .collect();
         let best = (0..n)
@@ -1072,19 +1032,12 @@ impl Actions {
             .iter()
             .enumerate()
             .map(|(k, &i)| {
-                let nearness = near
-                    .as_ref()
-                    .map(|v| format!(", near {:.2}", v[k]))
-                    .unwrap_or_default();
-                let vote = share(k)
-                    .map(|v| format!(", vote {v:.2}"))
-                    .unwrap_or_default();
-                let probe = probed
-                    .as_ref()
-                    .map(|p| format!(", probe {:.2}", p[i]))
-                    .unwrap_or_default();
+                let terms: String = terms
+                    .iter()
+                    .map(|(name, _, v)| format!(", {name} {:.2}", v[k]))
+                    .collect();
                 format!(
-                    "{}: request {:.2}, list {}{nearness}{vote}{probe}, total {:.2}",
+                    "{}: request {:.2}, list {}{terms}, total {:.2}",
                     lines[i].0,
                     asked[i],
                     list_text(asked_list[k], blank.get(k)),
@@ -1098,14 +1051,7 @@ impl Actions {
             .chain(unlisted.map(|i| format!("{}: request {:.2}, not listed", lines[i].0, asked[i])))
             .collect::<Vec<_>>()
             .join("\n");
-        run.record_action(ActionStep {
-            cycle: 1,
-            action: "pick".into(),
-            operation_id: picked.clone(),
-            text: Some(text),
-            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
-            ..ActionStep::default()
-        });
+        run.record_pick(&picked, text);
         Ok(picked)
     }
 
@@ -1124,14 +1070,13 @@ impl Actions {
                 ids.push(id.clone());
             }
         }
+        let lines: Vec<String> = ids
+            .iter()
+            .filter_map(|id| self.lookup(id))
+            .map(|(action, _)| action.line())
+            .collect();
         let request = ChatRequest {
-            messages: vec![
-                Message::system(PICK_PROMPT.trim()),
-                Message::user(format!(
-                    "Operations:\n{}\n\nRequest: {request}",
-                    self.lines(&ids)
-                )),
-            ],
+            messages: pick_messages(&lines, request),
             sampling: Sampling {
                 max_tokens: PICK_MAX_TOKENS,
                 ..Sampling::default()
@@ -1142,20 +1087,15 @@ impl Actions {
             )]))),
             ..ChatRequest::default()
         };
-        let completion = run.chat(1, "pick", request, &self.control).await?;
+        let completion = run
+            .chat(run.env.model, 1, "pick", request, &self.control)
+            .await?;
         let text = completion.text.trim();
         let picked = ids
             .iter()
             .find(|id| text.contains(&format!("\"{id}\"")))
             .cloned();
-        run.record_action(ActionStep {
-            cycle: 1,
-            action: "pick".into(),
-            operation_id: picked.clone(),
-            text: Some(text.to_string()),
-            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
-            ..ActionStep::default()
-        });
+        run.record_pick(&picked, text.to_string());
         Ok(picked)
     }
 
@@ -1178,7 +1118,10 @@ impl Actions {
             .as_deref()
             .filter(|id| lookup(id).is_some_and(Action::takes_no_inputs))
         {
-            let written = format!(r#"{}, "params": {{}}}}"#, execute_opening(id));
+            let written = format!(
+                r#"{{"action": "execute_action", "operation_id": {}, "params": {{}}}}"#,
+                Value::from(id)
+            );
             let call = call_of_text(&written);
             conversation
                 .messages
@@ -1196,17 +1139,16 @@ impl Actions {
         let system = if tools { TOOLS_PROMPT } else { SYSTEM_PROMPT };
         let mut messages = vec![Message::system(system.trim())];
         messages.extend(conversation.recent().iter().cloned());
-        let sampling = Sampling {
-            max_tokens: self.max_tokens,
-            ..Sampling::default()
+        let mut request = ChatRequest {
+            messages,
+            sampling: Sampling {
+                max_tokens: self.max_tokens,
+                ..Sampling::default()
+            },
+            ..ChatRequest::default()
         };
-        let request = if tools {
-            ChatRequest {
-                messages,
-                sampling,
-                tools: tool_defs(&conversation.available),
-                ..ChatRequest::default()
-            }
+        if tools {
+            request.tools = tool_defs(&conversation.available);
         } else {
             // The turn is held to the protocol: a call of an operation available (the one
             // picked, where there is one) with inputs copied from what the user said, or
@@ -1220,29 +1162,22 @@ impl Actions {
                     .collect(),
             };
             let schema = fill::turn_schema(&operations, &conversation.sources, picked.is_none());
-            ChatRequest {
-                messages,
-                sampling,
-                constraint: Some(Constraint::JsonSchema(schema)),
-                ..ChatRequest::default()
-            }
-        };
-        let completion = run.chat(turn, "act", request, &self.control).await?;
-        let calls = if tools {
-            calls_of_tools(&completion)
-        } else {
-            vec![call_of_text(&completion.text)]
-        };
-        if tools {
-            let mut message = Message::assistant(completion.text.trim());
-            message.tool_calls = calls.iter().filter_map(|c| c.tool_call.clone()).collect();
-            conversation.messages.push(message);
-        } else {
-            let call = &calls[0];
+            request.constraint = Some(Constraint::JsonSchema(schema));
+        }
+        let completion = run
+            .chat(run.env.model, turn, "act", request, &self.control)
+            .await?;
+        if !tools {
+            let call = call_of_text(&completion.text);
             conversation
                 .messages
                 .push(Message::assistant(call.written.clone()));
+            return Ok(vec![call]);
         }
+        let calls = calls_of_tools(&completion);
+        let mut message = Message::assistant(completion.text.trim());
+        message.tool_calls = calls.iter().filter_map(|c| c.tool_call.clone()).collect();
+        conversation.messages.push(message);
         Ok(calls)
     }
 
@@ -1810,14 +1745,6 @@ fn calls_of_tools(completion: &Completion) -> Vec<ModelCall> {
     out
 }
 
-/// How a call of operation `id` opens.
-fn execute_opening(id: &str) -> String {
-    format!(
-        r#"{{"action": "execute_action", "operation_id": {}"#,
-        Value::from(id)
-    )
-}
-
 /// The built-in actions as tools; `execute_action` names the operations available.
 fn tool_defs(available: &[String]) -> Vec<ToolDef> {
     vec![
@@ -1835,34 +1762,31 @@ fn tool_defs(available: &[String]) -> Vec<ToolDef> {
                 "required": ["operation_id"],
             }),
         },
-        ToolDef {
-            name: "find_actions".into(),
-            description: "Search the API for operations that do something.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-            }),
-        },
-        ToolDef {
-            name: "ask_user".into(),
-            description: "Ask the user a question when the request is unclear.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"question": {"type": "string"}},
-                "required": ["question"],
-            }),
-        },
-        ToolDef {
-            name: "respond".into(),
-            description: "Tell the user the result.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"text": {"type": "string"}},
-                "required": ["text"],
-            }),
-        },
+        string_tool(
+            "find_actions",
+            "Search the API for operations that do something.",
+            "query",
+        ),
+        string_tool(
+            "ask_user",
+            "Ask the user a question when the request is unclear.",
+            "question",
+        ),
+        string_tool("respond", "Tell the user the result.", "text"),
     ]
+}
+
+/// A built-in action that takes one string, `field`.
+fn string_tool(name: &str, description: &str, field: &str) -> ToolDef {
+    ToolDef {
+        name: name.into(),
+        description: description.into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {field: {"type": "string"}},
+            "required": [field],
+        }),
+    }
 }
 
 /// What asking for `missing` inputs of `action` says to the user: each by name, with what
@@ -1877,13 +1801,7 @@ pub fn missing_question(action: &Action, missing: &[String]) -> String {
                 .and_then(|input| input.description.as_deref())
             {
                 Some(description) if !description.trim().is_empty() => {
-                    let description: String = description
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .chars()
-                        .take(80)
-                        .collect();
+                    let description: String = one_line(description).chars().take(80).collect();
                     format!("{name} ({})", description.trim_end_matches('.'))
                 }
                 _ => name.clone(),
@@ -2104,8 +2022,14 @@ impl Tally {
     }
 }
 
-/// The record of a reply or question sent back as premature.
-fn premature_step(turn: usize, action: &str, text: String, result: String) -> ActionStep {
+/// The step of a reply or question (`text`) sent back as premature: the model is told that no
+/// operation was called yet, and to call one or `again`.
+fn premature(turn: usize, action: &str, text: String, again: &str) -> ActionStep {
+    let result = format!(
+        "Nothing has been done yet: no operation was called for this request. If one of the \
+         operations listed fits, call it now with the inputs the request gives (the user is \
+         asked for any that are missing); if none fits, {again} again."
+    );
     step(turn, action, "premature", Some(text), result)
 }
 
@@ -2127,15 +2051,6 @@ fn step(
     }
 }
 
-/// What the model is told when its reply or question came before any operation was called.
-fn premature_result(again: &str) -> String {
-    format!(
-        "Nothing has been done yet: no operation was called for this request. If one of the \
-         operations listed fits, call it now with the inputs the request gives (the user is \
-         asked for any that are missing); if none fits, {again} again."
-    )
-}
-
 /// How an exchange ends early.
 enum End {
     /// Missing inputs: this question goes to the user.
@@ -2145,6 +2060,7 @@ enum End {
 }
 
 /// What came of one `execute_action`.
+#[derive(Default)]
 struct Executed {
     step: ActionStep,
     /// The inputs as checked.
@@ -2201,12 +2117,7 @@ impl Executed {
     fn new(step: ActionStep) -> Self {
         Self {
             step,
-            checked: Value::Null,
-            end: None,
-            invalid: false,
-            success: false,
-            said: None,
-            unasked: None,
+            ..Self::default()
         }
     }
 
@@ -2268,10 +2179,6 @@ impl<'s> Run<'s> {
         Ok(vector)
     }
 
-    fn emit(&mut self, event: Event) {
-        self.sink.emit(event);
-    }
-
     fn record_action(&mut self, step: ActionStep) {
         tracing::info!(
             action = %step.action,
@@ -2279,8 +2186,26 @@ impl<'s> Run<'s> {
             outcome = %step.outcome,
             "action"
         );
-        self.emit(Event::Action(Box::new(step.clone())));
+        self.sink.emit(Event::Action(Box::new(step.clone())));
         self.trace.steps.push(Step::Action(step));
+    }
+
+    /// Gives the model `step`'s result for `call`, and records the step.
+    fn answer(&mut self, to: &mut Conversation, tools: bool, call: &ModelCall, step: ActionStep) {
+        to.answer(tools, call, &step.result);
+        self.record_action(step);
+    }
+
+    /// Records the pick: `picked` (`None` when none fits), with `text` saying how it came.
+    fn record_pick(&mut self, picked: &Option<String>, text: String) {
+        self.record_action(ActionStep {
+            cycle: 1,
+            action: "pick".into(),
+            operation_id: picked.clone(),
+            text: Some(text),
+            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
+            ..ActionStep::default()
+        });
     }
 
     /// The chunk to cite for an operation: the one found, else its record's first chunk.
@@ -2291,21 +2216,8 @@ impl<'s> Run<'s> {
         first_chunk(self.env.index, operation_id)
     }
 
-    /// Calls the chat model and records the call; a stop cancels the generation and keeps
-    /// what came.
+    /// Calls `model` and records the call; a stop cancels the generation and keeps what came.
     async fn chat(
-        &mut self,
-        cycle: usize,
-        purpose: &str,
-        request: ChatRequest,
-        control: &Control,
-    ) -> Result<Completion, ChatError> {
-        self.chat_with(self.env.model, cycle, purpose, request, control)
-            .await
-    }
-
-    /// [`Run::chat`] with `model`.
-    async fn chat_with(
         &mut self,
         model: &dyn ChatModel,
         cycle: usize,
@@ -2334,14 +2246,8 @@ impl<'s> Run<'s> {
     }
 
     /// The answer: `text` to the user (also sent as one `token` event).
-    fn finish(
-        mut self,
-        text: String,
-        found: bool,
-        termination: Termination,
-        cycles: usize,
-    ) -> Answer {
-        self.emit(Event::Token { text: text.clone() });
+    fn finish(self, text: String, found: bool, termination: Termination, cycles: usize) -> Answer {
+        self.sink.emit(Event::Token { text: text.clone() });
         Answer {
             answer: text.clone(),
             text,
