@@ -3,6 +3,7 @@
 //! for a stated reason; then answer from the facts.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -193,191 +194,17 @@ impl Walk {
         env: Env<'a>,
         sink: &'a mut dyn Sink,
     ) -> Result<Answer, StrategyError> {
-        let mut run = Run::new(self, question, env, sink);
-        run.control = self.control.clone();
-        run.answer_with(&self.answer_model);
-        // Embedded once: the first search, the memory and the links' order all use it.
-        let question_vector = run.env.embedder.embed_one(question)?;
-        let mut facts: Vec<Fact> = match &self.memory {
-            Some(memory) => recall(&mut run, memory, &question_vector),
-            None => Vec::new(),
-        };
-        // Hints (given before the walk or at a pause) are shown to the model in the next read
-        // and searched for after it, ahead of the model's own descriptors.
-        let mut hints_to_show: Vec<String> = self.control.take_hints();
-        let mut hints_to_search: Vec<String> = hints_to_show.clone();
-        let mut cycle = 1;
-        run.emit(Event::Cycle { cycle });
-        let first = run.retrieve_embedded(
-            cycle,
-            Origin::Question,
-            question,
-            &question_vector,
-            self.k,
-            true,
-        );
-        let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
-        // What each cycle read, in the order it was retrieved: the ranking interleaves them.
-        // Remembered facts' chunks are what is known before the first cycle.
-        let remembered: Vec<ChunkId> = facts.iter().filter_map(|f| f.chunk_id).collect();
-        let mut cycles_read: Vec<Vec<ChunkId>> = Vec::new();
-        if !remembered.is_empty() {
-            cycles_read.push(remembered);
-        }
-        let mut links: Option<Links> = None;
-        let termination = if new.is_empty() {
+        let mut walking = Walking::start(self, question, env, sink)?;
+        let termination = if walking.new.is_empty() {
             Termination::NothingRetrieved
         } else {
             loop {
-                run.mark_read(&new);
-                cycles_read.push(new.clone());
-                let hints = std::mem::take(&mut hints_to_show);
-                let names = if self.next_sources == NextSources::Written {
-                    Vec::new()
-                } else {
-                    let links = links.get_or_insert_with(|| Links::of(run.env.index));
-                    let names =
-                        names::unread(run.env.index, links, &new, question, &read_names(&run));
-                    run.note(cycle, format!("unread names: {}", names.join("; ")));
-                    names
-                };
-                let offered: &[String] = match self.next_sources {
-                    NextSources::Chosen => &names,
-                    _ => &[],
-                };
-                let Read {
-                    facts: cycle_facts,
-                    descriptors,
-                    sufficient,
-                    prompts,
-                } = self
-                    .read(&mut run, cycle, question, &facts, &new, &hints, offered)
-                    .await?;
-                let sufficient = match sufficient {
-                    Some(true) if cycle < self.min_cycles => {
-                        run.note(
-                            cycle,
-                            format!(
-                                "the model said the facts suffice in cycle {cycle}; the walk \
-                                 reads at least {} cycles",
-                                self.min_cycles
-                            ),
-                        );
-                        None
-                    }
-                    verdict => verdict,
-                };
-                // "The facts suffice" with no fact to trust is no verdict on facts: nothing was
-                // found that could suffice, so the walk goes on (links, descriptors).
-                let sufficient = match sufficient {
-                    Some(true) if !facts.iter().chain(&cycle_facts).any(|f| f.trusted) => {
-                        run.note(
-                            cycle,
-                            "the model said the facts suffice, but it wrote none that its \
-                             passages support: walking on"
-                                .into(),
-                        );
-                        None
-                    }
-                    verdict => verdict,
-                };
-                // Weighed names go first: the model's own are what they are meant to improve on.
-                let weighing = prompts.filter(|_| {
-                    sufficient != Some(true) && cycle < self.max_cycles && !names.is_empty()
-                });
-                let mut descriptors = if let Some(prompts) = weighing {
-                    let mut weighed = self
-                        .weigh(&mut run, cycle, question, prompts, &names)
-                        .await?;
-                    weighed.extend(descriptors);
-                    weighed
-                } else {
-                    descriptors
-                };
-                run.control.pause(&CycleReport {
-                    cycle,
-                    facts: &cycle_facts,
-                    descriptors: &descriptors,
-                });
-                for hint in run.control.take_hints() {
-                    hints_to_show.push(hint.clone());
-                    hints_to_search.push(hint);
-                }
-                for hint in hints_to_search.drain(..).rev() {
-                    descriptors.insert(0, hint_descriptor(cycle, hint));
-                }
-                if descriptors.is_empty() && sufficient != Some(true) && self.expand_from_facts {
-                    if let Some(d) = facts_descriptor(cycle, question, &cycle_facts) {
-                        run.note(
-                            cycle,
-                            "the model named nowhere to look next: searching with the question \
-                             and the facts it found"
-                                .into(),
-                        );
-                        run.trace.steps.push(Step::Descriptor(d.clone()));
-                        descriptors.push(d);
-                    }
-                }
-                let linked = if self.follow_links && sufficient != Some(true) {
-                    let links = links.get_or_insert_with(|| Links::of(run.env.index));
-                    // The cycle's best new passage and those that gave trusted facts.
-                    let mut from: Vec<ChunkId> = new.iter().take(1).copied().collect();
-                    for id in cycle_facts
-                        .iter()
-                        .filter(|f| f.trusted)
-                        .filter_map(|f| f.chunk_id)
-                    {
-                        if !from.contains(&id) {
-                            from.push(id);
-                        }
-                    }
-                    linked(&run, &question_vector, links, &from, self.k)
-                } else {
-                    (Vec::new(), 0)
-                };
-                facts.extend(cycle_facts);
-                let nowhere = descriptors.is_empty() && linked.0.is_empty();
-                if let Some(reason) = self.should_stop(&run, cycle, sufficient, nowhere) {
+                if let ControlFlow::Break(reason) = walking.step().await? {
                     break reason;
                 }
-                cycle += 1;
-                run.emit(Event::Cycle { cycle });
-                new = self.follow(&mut run, cycle, &descriptors, linked)?;
-                if new.is_empty() {
-                    break Termination::NothingNew;
-                }
             }
         };
-        run.trace.steps.push(Step::Terminate {
-            cycle,
-            reason: termination,
-        });
-
-        let mut evidence: Vec<ChunkId> = Vec::new();
-        for fact in facts.iter().filter(|f| f.trusted) {
-            let id = fact.chunk_id.expect("trusted facts name a chunk");
-            if !evidence.contains(&id) {
-                evidence.push(id);
-            }
-        }
-        // The answer sees the question's best and the best of every later cycle: the second
-        // hop is what a later cycle found. One of the question's hits makes room for the hops.
-        let lead = self.k.saturating_sub(1).max(1);
-        let ranking = rank(&cycles_read, &evidence, run.read(), lead);
-        let shown: Vec<ChunkId> = ranking.iter().copied().take(self.answer_passages).collect();
-        let answered = if shown.is_empty() {
-            run.nothing_found()
-        } else {
-            let notes = facts_text(&facts);
-            let notes = (!notes.is_empty()).then_some(notes);
-            run.answer(cycle, question, notes.as_deref(), &shown)
-                .await?
-        };
-        let ranked = cited_first(&answered.citations, &ranking);
-        if let Some(memory) = &self.memory {
-            remember(&mut run, memory, question, &facts, cycle);
-        }
-        Ok(run.finish(answered, ranked, termination, cycle))
+        walking.answer(termination).await
     }
 
     /// One read step: the question, the facts so far and the new passages in; facts,
@@ -664,6 +491,298 @@ impl Walk {
         let mut merged = interleave(&lists);
         merged.truncate(self.k);
         Ok(merged)
+    }
+}
+
+/// One question's walk in progress: what each cycle leaves to the next.
+struct Walking<'a> {
+    walk: &'a Walk,
+    run: Run<'a>,
+    question: &'a str,
+    /// Embedded once: the first search, the memory and the links' order all use it.
+    question_vector: Vec<f32>,
+    /// Every fact so far, remembered ones first.
+    facts: Vec<Fact>,
+    /// Hints (given before the walk or at a pause) are shown to the model in the next read
+    /// and searched for after it, ahead of the model's own descriptors.
+    hints_to_show: Vec<String>,
+    hints_to_search: Vec<String>,
+    cycle: usize,
+    /// What the current cycle reads.
+    new: Vec<ChunkId>,
+    /// What each cycle read, in the order it was retrieved: the ranking interleaves them.
+    /// Remembered facts' chunks are what is known before the first cycle.
+    cycles_read: Vec<Vec<ChunkId>>,
+    /// The index's links, made when first needed.
+    links: Option<Links>,
+}
+
+impl<'a> Walking<'a> {
+    /// Recalls remembered facts, then searches with the question: the first cycle's reads.
+    fn start(
+        walk: &'a Walk,
+        question: &'a str,
+        env: Env<'a>,
+        sink: &'a mut dyn Sink,
+    ) -> Result<Self, StrategyError> {
+        let mut run = Run::new(walk, question, env, sink);
+        run.control = walk.control.clone();
+        run.answer_with(&walk.answer_model);
+        let question_vector = run.env.embedder.embed_one(question)?;
+        let facts: Vec<Fact> = match &walk.memory {
+            Some(memory) => recall(&mut run, memory, &question_vector),
+            None => Vec::new(),
+        };
+        let hints = walk.control.take_hints();
+        let cycle = 1;
+        run.emit(Event::Cycle { cycle });
+        let first = run.retrieve_embedded(
+            cycle,
+            Origin::Question,
+            question,
+            &question_vector,
+            walk.k,
+            true,
+        );
+        let remembered: Vec<ChunkId> = facts.iter().filter_map(|f| f.chunk_id).collect();
+        let cycles_read = if remembered.is_empty() {
+            Vec::new()
+        } else {
+            vec![remembered]
+        };
+        Ok(Self {
+            walk,
+            run,
+            question,
+            question_vector,
+            facts,
+            hints_to_search: hints.clone(),
+            hints_to_show: hints,
+            cycle,
+            new: first.iter().map(|h| h.chunk_id).collect(),
+            cycles_read,
+            links: None,
+        })
+    }
+
+    /// One cycle: read what is new, decide where to look next, and search there. Breaks with
+    /// the reason the walk ends.
+    async fn step(&mut self) -> Result<ControlFlow<Termination>, StrategyError> {
+        let walk = self.walk;
+        let cycle = self.cycle;
+        self.run.mark_read(&self.new);
+        self.cycles_read.push(self.new.clone());
+        let hints = std::mem::take(&mut self.hints_to_show);
+        let names = self.unread_names();
+        let offered: &[String] = match walk.next_sources {
+            NextSources::Chosen => &names,
+            _ => &[],
+        };
+        let Read {
+            facts: cycle_facts,
+            descriptors: written,
+            sufficient,
+            prompts,
+        } = walk
+            .read(
+                &mut self.run,
+                cycle,
+                self.question,
+                &self.facts,
+                &self.new,
+                &hints,
+                offered,
+            )
+            .await?;
+        let sufficient = self.verdict(sufficient, &cycle_facts);
+        let descriptors = self
+            .descriptors(sufficient, written, prompts, &names, &cycle_facts)
+            .await?;
+        let linked = self.linked(sufficient, &cycle_facts);
+        self.facts.extend(cycle_facts);
+        let nowhere = descriptors.is_empty() && linked.0.is_empty();
+        if let Some(reason) = walk.should_stop(&self.run, cycle, sufficient, nowhere) {
+            return Ok(ControlFlow::Break(reason));
+        }
+        self.cycle += 1;
+        self.run.emit(Event::Cycle { cycle: self.cycle });
+        self.new = walk.follow(&mut self.run, self.cycle, &descriptors, linked)?;
+        Ok(if self.new.is_empty() {
+            ControlFlow::Break(Termination::NothingNew)
+        } else {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// The unread names of the cycle's passages, where next sources are made from them.
+    fn unread_names(&mut self) -> Vec<String> {
+        if self.walk.next_sources == NextSources::Written {
+            return Vec::new();
+        }
+        let index = self.run.env.index;
+        let links = self.links.get_or_insert_with(|| Links::of(index));
+        let names = names::unread(
+            index,
+            links,
+            &self.new,
+            self.question,
+            &read_names(&self.run),
+        );
+        self.run
+            .note(self.cycle, format!("unread names: {}", names.join("; ")));
+        names
+    }
+
+    /// The model's verdict as far as it may end the walk: not before `min_cycles`, and not
+    /// without a fact its passages support.
+    fn verdict(&mut self, sufficient: Option<bool>, cycle_facts: &[Fact]) -> Option<bool> {
+        let cycle = self.cycle;
+        if sufficient != Some(true) {
+            sufficient
+        } else if cycle < self.walk.min_cycles {
+            let at_least = self.walk.min_cycles;
+            self.run.note(
+                cycle,
+                format!(
+                    "the model said the facts suffice in cycle {cycle}; the walk reads at least \
+                     {at_least} cycles"
+                ),
+            );
+            None
+        } else if !self.facts.iter().chain(cycle_facts).any(|f| f.trusted) {
+            // "The facts suffice" with no fact to trust is no verdict on facts: nothing was
+            // found that could suffice, so the walk goes on (links, descriptors).
+            self.run.note(
+                cycle,
+                "the model said the facts suffice, but it wrote none that its passages \
+                 support: walking on"
+                    .into(),
+            );
+            None
+        } else {
+            Some(true)
+        }
+    }
+
+    /// Where to look next: hints first, then weighed names, then what the model wrote; the
+    /// question with the cycle's facts when nothing names a place and the facts do not
+    /// suffice. The user may pause here and add hints.
+    async fn descriptors(
+        &mut self,
+        sufficient: Option<bool>,
+        written: Vec<Descriptor>,
+        prompts: Option<[Vec<Message>; 2]>,
+        names: &[String],
+        cycle_facts: &[Fact],
+    ) -> Result<Vec<Descriptor>, StrategyError> {
+        let walk = self.walk;
+        let cycle = self.cycle;
+        // Weighed names go first: the model's own are what they are meant to improve on.
+        let weighing = prompts
+            .filter(|_| sufficient != Some(true) && cycle < walk.max_cycles && !names.is_empty());
+        let mut descriptors = match weighing {
+            Some(prompts) => {
+                let run = &mut self.run;
+                let mut weighed = walk
+                    .weigh(run, cycle, self.question, prompts, names)
+                    .await?;
+                weighed.extend(written);
+                weighed
+            }
+            None => written,
+        };
+        self.run.control.pause(&CycleReport {
+            cycle,
+            facts: cycle_facts,
+            descriptors: &descriptors,
+        });
+        for hint in self.run.control.take_hints() {
+            self.hints_to_show.push(hint.clone());
+            self.hints_to_search.push(hint);
+        }
+        for hint in self.hints_to_search.drain(..).rev() {
+            descriptors.insert(0, hint_descriptor(cycle, hint));
+        }
+        if descriptors.is_empty() && sufficient != Some(true) && walk.expand_from_facts {
+            if let Some(d) = facts_descriptor(cycle, self.question, cycle_facts) {
+                self.run.note(
+                    cycle,
+                    "the model named nowhere to look next: searching with the question and the \
+                     facts it found"
+                        .into(),
+                );
+                self.run.trace.steps.push(Step::Descriptor(d.clone()));
+                descriptors.push(d);
+            }
+        }
+        Ok(descriptors)
+    }
+
+    /// The links to follow unless the facts suffice: those of the cycle's best new passage
+    /// and of the passages that gave trusted facts, with the time it took to find them.
+    fn linked(
+        &mut self,
+        sufficient: Option<bool>,
+        cycle_facts: &[Fact],
+    ) -> (Vec<RetrievedChunk>, u64) {
+        if !self.walk.follow_links || sufficient == Some(true) {
+            return (Vec::new(), 0);
+        }
+        let index = self.run.env.index;
+        let links = self.links.get_or_insert_with(|| Links::of(index));
+        let mut from: Vec<ChunkId> = self.new.iter().take(1).copied().collect();
+        for id in cycle_facts
+            .iter()
+            .filter(|f| f.trusted)
+            .filter_map(|f| f.chunk_id)
+        {
+            if !from.contains(&id) {
+                from.push(id);
+            }
+        }
+        linked(&self.run, &self.question_vector, links, &from, self.walk.k)
+    }
+
+    /// Ranks what was read and answers from the best of it, the facts as notes beside it.
+    async fn answer(self, termination: Termination) -> Result<Answer, StrategyError> {
+        let Walking {
+            walk,
+            mut run,
+            question,
+            facts,
+            cycle,
+            cycles_read,
+            ..
+        } = self;
+        run.trace.steps.push(Step::Terminate {
+            cycle,
+            reason: termination,
+        });
+        let mut evidence: Vec<ChunkId> = Vec::new();
+        for fact in facts.iter().filter(|f| f.trusted) {
+            let id = fact.chunk_id.expect("trusted facts name a chunk");
+            if !evidence.contains(&id) {
+                evidence.push(id);
+            }
+        }
+        // The answer sees the question's best and the best of every later cycle: the second
+        // hop is what a later cycle found. One of the question's hits makes room for the hops.
+        let lead = walk.k.saturating_sub(1).max(1);
+        let ranking = rank(&cycles_read, &evidence, run.read(), lead);
+        let shown: Vec<ChunkId> = ranking.iter().copied().take(walk.answer_passages).collect();
+        let answered = if shown.is_empty() {
+            run.nothing_found()
+        } else {
+            let notes = facts_text(&facts);
+            let notes = (!notes.is_empty()).then_some(notes);
+            run.answer(cycle, question, notes.as_deref(), &shown)
+                .await?
+        };
+        let ranked = cited_first(&answered.citations, &ranking);
+        if let Some(memory) = &walk.memory {
+            remember(&mut run, memory, question, &facts, cycle);
+        }
+        Ok(run.finish(answered, ranked, termination, cycle))
     }
 }
 

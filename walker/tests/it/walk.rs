@@ -644,7 +644,7 @@ fn links_in_the_passages_lead_to_the_second_hop_when_the_model_names_none() {
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::Retrieve(r) if r.query == walkrag_walker::LINKS_QUERY => Some(r),
+            Step::Retrieve(r) if r.origin == Origin::Link => Some(r),
             _ => None,
         })
         .collect();
