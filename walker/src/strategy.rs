@@ -95,7 +95,8 @@ pub struct Options {
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
     pub constrain_read: bool,
-    /// `links`: unread names of the passages searched per hop (see [`crate::Linked::names`]).
+    /// `links`, `walk`: unread names of the passages searched per hop (see
+    /// [`crate::Linked::names`], [`crate::Walk::names`]).
     pub names: Option<usize>,
     /// `walk`: where next sources come from (see [`crate::NextSources`]).
     pub next_sources: crate::NextSources,
@@ -173,6 +174,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.memory = options.memory.clone();
             walk.constrain_read = options.constrain_read;
             walk.next_sources = options.next_sources;
+            if let Some(names) = options.names {
+                walk.names = names;
+            }
             if let Some(n) = options.min_cycles {
                 walk.min_cycles = n;
             }

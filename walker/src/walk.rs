@@ -60,6 +60,10 @@ pub struct Walk {
     /// How next sources are made: written by the model (the default), chosen by it among
     /// the passages' unread names, or those names weighed by it ([`NextSources`]).
     pub next_sources: NextSources,
+    /// Also search, after each read that does not end the walk, the first this many unread
+    /// names of the cycle's passages ([`crate::names`]) not already next sources, each with
+    /// the question, as `links` does with no model call; 0 (the default): none.
+    pub names: usize,
     /// Read cycles before the model's "the facts suffice" may end the walk (and, held to the
     /// grammar, before which every read must name where to look next).
     pub min_cycles: usize,
@@ -143,6 +147,7 @@ impl Default for Walk {
             read_max_tokens: 400,
             constrain_read: false,
             next_sources: NextSources::Written,
+            names: 0,
             min_cycles: 1,
             expand_from_facts: true,
             follow_links: true,
@@ -169,6 +174,7 @@ impl Strategy for Walk {
             "read_max_tokens": self.read_max_tokens,
             "constrain_read": self.constrain_read,
             "next_sources": self.next_sources.name(),
+            "names": self.names,
             "min_cycles": self.min_cycles,
             "expand_from_facts": self.expand_from_facts,
             "follow_links": self.follow_links,
@@ -463,13 +469,15 @@ impl Walk {
         }
     }
 
-    /// Searches for each descriptor (unread chunks only: `retrieve` passes over read ones)
-    /// and merges the results with the linked chunks by rank, up to `k` chunks.
+    /// Searches for each descriptor, then each of the `named` queries (unread chunks only:
+    /// `retrieve` passes over read ones) and merges the results with the linked chunks by
+    /// rank, up to `k` chunks.
     fn follow(
         &self,
         run: &mut Run<'_>,
         cycle: usize,
         descriptors: &[Descriptor],
+        named: &[String],
         (linked, ms): (Vec<RetrievedChunk>, u64),
     ) -> Result<Vec<ChunkId>, StrategyError> {
         // Links first: they come from the passages themselves, a small model's descriptors
@@ -485,6 +493,12 @@ impl Walk {
             let query = d.query();
             if seen_queries.insert(query.to_lowercase()) {
                 let hits = run.retrieve(cycle, d.origin, &query, self.k, true)?;
+                lists.push(hits.iter().map(|h| h.chunk_id).collect());
+            }
+        }
+        for query in named {
+            if seen_queries.insert(query.to_lowercase()) {
+                let hits = run.retrieve(cycle, Origin::Name, query, self.k, true)?;
                 lists.push(hits.iter().map(|h| h.chunk_id).collect());
             }
         }
@@ -599,14 +613,25 @@ impl<'a> Walking<'a> {
             .descriptors(sufficient, written, prompts, &names, &cycle_facts)
             .await?;
         let linked = self.linked(sufficient, &cycle_facts);
+        let named: Vec<String> = if sufficient == Some(true) {
+            Vec::new()
+        } else {
+            let sources: Vec<&str> = descriptors.iter().map(|d| d.next_source.as_str()).collect();
+            names
+                .iter()
+                .filter(|name| !sources.contains(&name.as_str()))
+                .take(walk.names)
+                .map(|name| format!("{name}: {}", self.question))
+                .collect()
+        };
         self.facts.extend(cycle_facts);
-        let nowhere = descriptors.is_empty() && linked.0.is_empty();
+        let nowhere = descriptors.is_empty() && linked.0.is_empty() && named.is_empty();
         if let Some(reason) = walk.should_stop(&self.run, cycle, sufficient, nowhere) {
             return Ok(ControlFlow::Break(reason));
         }
         self.cycle += 1;
         self.run.emit(Event::Cycle { cycle: self.cycle });
-        self.new = walk.follow(&mut self.run, self.cycle, &descriptors, linked)?;
+        self.new = walk.follow(&mut self.run, self.cycle, &descriptors, &named, linked)?;
         Ok(if self.new.is_empty() {
             ControlFlow::Break(Termination::NothingNew)
         } else {
@@ -614,9 +639,10 @@ impl<'a> Walking<'a> {
         })
     }
 
-    /// The unread names of the cycle's passages, where next sources are made from them.
+    /// The unread names of the cycle's passages, where next sources are made from them or
+    /// searched as they are.
     fn unread_names(&mut self) -> Vec<String> {
-        if self.walk.next_sources == NextSources::Written {
+        if self.walk.next_sources == NextSources::Written && self.walk.names == 0 {
             return Vec::new();
         }
         let index = self.run.env.index;

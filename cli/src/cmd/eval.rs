@@ -185,9 +185,9 @@ pub struct Args {
     /// passages than after the passages alone (needs a local model).
     #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
     next_sources: String,
-    /// links: in each hop, also search the first N names written in the passages read that
-    /// were not read yet (index titles they mention, capitalised names), each with the
-    /// question [default: 0].
+    /// links, walk: in each hop, also search the first N names written in the passages read
+    /// that were not read yet (index titles they mention, capitalised names), each with the
+    /// question, with no model call [default: 0].
     #[arg(long, value_name = "N")]
     names: Option<usize>,
     /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
@@ -226,8 +226,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--answer-model works with the walk, single and links strategies");
     }
     let runs = |name: &str| args.strategies.iter().any(|s| s.trim() == name);
-    if args.names.is_some() && !runs("links") {
-        bail!("--names works with the links strategy (its hop searches the names)");
+    if args.names.is_some() && !runs("links") && !runs("walk") {
+        bail!("--names works with the links and walk strategies (their hops search the names)");
     }
     if args.next_sources != "written" && !runs("walk") {
         bail!("--next-sources works with the walk strategy");

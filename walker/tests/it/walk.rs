@@ -880,3 +880,70 @@ fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
         .iter()
         .any(|e| matches!(e, Event::NextSource(d) if d.next_source == "Ilsa Brandt")));
 }
+
+/// With `names`, a read that names nowhere to look still hops: the first unread names of the
+/// cycle's passages are searched with the question, found by a name, with no extra model
+/// call; without them the walk ends for want of a next source.
+#[test]
+fn the_walk_searches_its_passages_unread_names_when_asked() {
+    let t = walkrag_walker::testing::index_of(
+        r#"{"id": "d1", "title": "Velmora", "text": "Velmora is a river town; its mayor was born in the Kessel Highlands."}
+{"id": "d2", "title": "Mountains", "text": "The Kessel Highlands rise north of the river plain."}
+{"id": "d3", "title": "Orchards", "text": "Apple orchards surround the valley."}
+"#,
+    );
+    let [d1, d2] = [chunk_of(&t.index, "d1"), chunk_of(&t.index, "d2")];
+    let question = "Velmora mayor: where was the mayor born?";
+    let turns = || {
+        vec![
+            reply(format!(
+                "{{\"fact\": \"Velmora's mayor was born in the Kessel Highlands.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}"
+            )),
+            reply("{\"sufficient\": false}".into()),
+            reply(format!("Answer: the Kessel Highlands [{d1}]")),
+        ]
+    };
+    let strategy = Walk {
+        k: 1,
+        max_cycles: 2,
+        expand_from_facts: false,
+        follow_links: false,
+        names: 2,
+        ..Walk::default()
+    };
+    let model = ScriptedChatModel::new(turns());
+    let answer = block_on(strategy.run(question, env(&t.index, &model), &mut |_| {})).unwrap();
+    let retrievals: Vec<(Origin, String, Vec<ChunkId>)> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some((
+                r.origin,
+                r.query.clone(),
+                r.hits.iter().map(|h| h.chunk_id).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retrievals,
+        [
+            (Origin::Question, question.to_string(), vec![d1]),
+            (
+                Origin::Name,
+                format!("Kessel Highlands: {question}"),
+                vec![d2]
+            ),
+        ]
+    );
+    assert_eq!(answer.cycles, 2);
+    assert_eq!(answer.usage.llm_calls, 3, "two reads and the answer");
+    let without = Walk {
+        names: 0,
+        ..strategy
+    };
+    let model = ScriptedChatModel::new(turns());
+    let answer = block_on(without.run(question, env(&t.index, &model), &mut |_| {})).unwrap();
+    assert_eq!(answer.termination, Termination::NoDescriptors);
+}
