@@ -457,7 +457,7 @@ impl Action {
                     text.push_str(&cap(&one_line(description), 160));
                 }
                 if !input.enum_values.is_empty() {
-                    text.push_str(&format!(" ({})", list_values(&input.enum_values)));
+                    text.push_str(&format!(" ({})", joined(&input.enum_values, ", ")));
                 }
                 text
             })
@@ -542,8 +542,8 @@ impl Action {
                 if input.enum_values.is_empty() {
                     name.to_string()
                 } else {
-                    let values =
-                        list_values(&input.enum_values[..input.enum_values.len().min(LINE_INPUTS)]);
+                    let shown = &input.enum_values[..input.enum_values.len().min(LINE_INPUTS)];
+                    let values = joined(shown, ", ");
                     let cut = input.enum_values.len() > LINE_INPUTS;
                     let more = if cut { ", ..." } else { "" };
                     format!("{name} (one of {values}{more})")
@@ -590,7 +590,7 @@ impl Action {
                 ", optional"
             });
             if !input.enum_values.is_empty() {
-                out.push_str(&format!(", one of {}", list_values(&input.enum_values)));
+                out.push_str(&format!(", one of {}", joined(&input.enum_values, ", ")));
             }
             if let Some(default) = &input.default {
                 out.push_str(&format!(", default {default}"));
@@ -730,9 +730,9 @@ pub(crate) fn cap(text: &str, max: usize) -> String {
 /// Inputs named on an operation's line, and allowed values named per input.
 const LINE_INPUTS: usize = 6;
 
-/// Enum values as the model should write them: strings bare, others as JSON.
-pub(crate) fn list_values(values: &[Value]) -> String {
-    values.iter().map(scalar).collect::<Vec<_>>().join(", ")
+/// Values as the model should write them (strings bare, others as JSON), joined by `sep`.
+pub(crate) fn joined(values: &[Value], sep: &str) -> String {
+    values.iter().map(scalar).collect::<Vec<_>>().join(sep)
 }
 
 /// A scalar as text: strings bare, others as JSON.

@@ -18,7 +18,7 @@
 use serde_json::{json, Map, Number, Value};
 use walkrag_walker::constrain::{escape_regex, object};
 
-use crate::action::{Action, Location};
+use crate::action::{one_line, Action, Location};
 use crate::schema::main_type;
 
 /// The longest span, in words, that a string input may copy.
@@ -148,18 +148,18 @@ impl Sources {
     /// Whether `text` may be copied: it occurs in a message (spaces compared loosely) or is a
     /// value of a response.
     fn holds_text(&self, text: &str) -> bool {
-        let text = spaced(text);
+        let text = one_line(text);
         !text.is_empty() && (self.said_holds(&text) || self.returned_holds(&text))
     }
 
-    /// Whether a message holds `text` (already [`spaced`]).
+    /// Whether a message holds `text` (already [`one_line`]).
     fn said_holds(&self, text: &str) -> bool {
-        self.said.iter().any(|said| spaced(said).contains(text))
+        self.said.iter().any(|said| one_line(said).contains(text))
     }
 
-    /// Whether a response returned `text` (already [`spaced`]).
+    /// Whether a response returned `text` (already [`one_line`]).
     fn returned_holds(&self, text: &str) -> bool {
-        self.returned.iter().any(|r| spaced(r) == text)
+        self.returned.iter().any(|r| one_line(r) == text)
     }
 
     /// The user's messages, in order.
@@ -172,7 +172,7 @@ impl Sources {
     pub fn user_wrote(&self, value: &Value) -> bool {
         match value {
             Value::String(text) => {
-                let text = spaced(text);
+                let text = one_line(text);
                 !text.is_empty() && self.said_holds(&text) && !self.returned_holds(&text)
             }
             Value::Number(number) => self
@@ -233,11 +233,6 @@ fn date_format(schema: &Value) -> Option<&'static str> {
 
 fn same_number(a: &Number, b: &Number) -> bool {
     a.as_f64() == b.as_f64()
-}
-
-/// `text` with every run of white space one space, trimmed.
-pub(crate) fn spaced(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The numbers written in `text` as numbers: digits (with a decimal part) not joined to a
@@ -477,7 +472,11 @@ pub(crate) fn turn_schema(operations: &[&Action], sources: &Sources, built_ins: 
         numbers: sources.numbers(false),
         dates: sources.dates.clone(),
     };
-    let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max});
+    // A built-in action, with its one text of at most `max` characters.
+    let built_in = |action: &str, field: &str, max: usize| {
+        let text = json!({"type": "string", "minLength": 1, "maxLength": max});
+        object(&[("action", json!({ "const": action })), (field, text)])
+    };
     let mut branches: Vec<Value> = operations
         .iter()
         .map(|action| {
@@ -490,18 +489,9 @@ pub(crate) fn turn_schema(operations: &[&Action], sources: &Sources, built_ins: 
         .collect();
     if built_ins {
         branches.extend([
-            object(&[
-                ("action", json!({"const": "find_actions"})),
-                ("query", text(QUERY_CHARS)),
-            ]),
-            object(&[
-                ("action", json!({"const": "ask_user"})),
-                ("question", text(QUESTION_CHARS)),
-            ]),
-            object(&[
-                ("action", json!({"const": "respond"})),
-                ("text", text(REPLY_CHARS)),
-            ]),
+            built_in("find_actions", "query", QUERY_CHARS),
+            built_in("ask_user", "question", QUESTION_CHARS),
+            built_in("respond", "text", REPLY_CHARS),
         ]);
     }
     let mut schema = match branches.len() {
@@ -544,7 +534,7 @@ pub(crate) fn keep(action: &Action, params: &Value, sources: &Sources) -> (Value
         if value.is_null() {
             continue;
         }
-        if let Some(text) = value.as_str().map(spaced) {
+        if let Some(text) = value.as_str().map(one_line) {
             if let Some((_, earlier)) = used.iter().find(|(t, _)| *t == text) {
                 notes.push(format!(
                     "{name}: the same words as {earlier}; what the user said once fills one \
@@ -699,18 +689,14 @@ mod tests {
             cores,
             ["Add", "The", "Long", "Walk", "to", "shelf", "12", "please"]
         );
-        let pattern = regex_of(&sources(&[said]));
+        // The pattern as a regex of the `regex` syntax llguidance reads too.
+        let pattern = regex::Regex::new(&sources(&[said]).pattern().unwrap()).unwrap();
         for span in ["The Long Walk", "The Long", "12, please", "Add \"The"] {
             assert!(pattern.is_match(span), "{span}");
         }
         for not_a_span in ["Walk\"", "ong Walk", "The Short Walk", ""] {
             assert!(!pattern.is_match(not_a_span), "{not_a_span}");
         }
-    }
-
-    /// The pattern as a regex of the `regex` syntax llguidance reads too (test only).
-    fn regex_of(sources: &Sources) -> regex::Regex {
-        regex::Regex::new(&sources.pattern().unwrap()).unwrap()
     }
 
     #[test]

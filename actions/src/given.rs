@@ -17,8 +17,8 @@
 use serde_json::Value;
 use walkrag_core::{Message, ScoreItem};
 
-use crate::action::{Action, Input};
-use crate::fill::{spaced, Sources};
+use crate::action::{one_line, Action, Input};
+use crate::fill::Sources;
 
 const SYSTEM: &str = "You read the values an API request needs out of what a user wrote.";
 
@@ -74,7 +74,7 @@ pub(crate) fn items(
             let described = input
                 .description
                 .as_deref()
-                .map(spaced)
+                .map(one_line)
                 .filter(|d| !d.is_empty())
                 .map_or(String::new(), |d| {
                     format!(

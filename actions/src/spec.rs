@@ -402,17 +402,10 @@ fn read_parameter(
     let description = text_of(param, "description");
     let mut input = input(name, name, location, required, description, &schema);
     input.deprecated |= flag(param, "deprecated");
-    input.style = match param.get("style").and_then(Value::as_str) {
-        Some("label") => Style::Label,
-        Some("matrix") => Style::Matrix,
-        Some("form") => Style::Form,
-        Some("spaceDelimited") => Style::SpaceDelimited,
-        Some("pipeDelimited") => Style::PipeDelimited,
-        Some("deepObject") => Style::DeepObject,
-        Some("simple") => Style::Simple,
-        _ if matches!(location, Location::Query | Location::Cookie) => Style::Form,
-        _ => Style::Simple,
-    };
+    // `style` as OpenAPI spells it (serde's names are the same), else the place's default.
+    let style = param.get("style").and_then(|s| Style::deserialize(s).ok());
+    let form = matches!(location, Location::Query | Location::Cookie);
+    input.style = style.unwrap_or(if form { Style::Form } else { Style::Simple });
     input.explode = param
         .get("explode")
         .and_then(Value::as_bool)
@@ -605,16 +598,10 @@ fn read_security_schemes(
         let scheme = resolver.follow(scheme, &at)?;
         let read = match scheme.get("type").and_then(Value::as_str) {
             Some("apiKey") => {
-                let location = match scheme.get("in").and_then(Value::as_str) {
-                    Some("header") => KeyLocation::Header,
-                    Some("query") => KeyLocation::Query,
-                    Some("cookie") => KeyLocation::Cookie,
-                    _ => {
-                        return Err(malformed(
-                            &at,
-                            "an apiKey scheme needs `in`: header, query or cookie",
-                        ))
-                    }
+                let location = scheme.get("in").map(KeyLocation::deserialize);
+                let Some(Ok(location)) = location else {
+                    let message = "an apiKey scheme needs `in`: header, query or cookie";
+                    return Err(malformed(&at, message));
                 };
                 let Some(key_name) = text_of(scheme, "name") else {
                     return Err(malformed(&at, "an apiKey scheme needs a `name`"));

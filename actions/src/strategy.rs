@@ -608,12 +608,13 @@ impl Actions {
                                 &mut tally,
                             )
                             .await?;
+                        let checked = executed.step.checked_params.clone().unwrap_or_default();
                         if !tools {
                             // The history shows the inputs as checked, not the model's guesses.
                             conversation.rewrite_last(
                                 Call::Execute {
                                     operation_id: operation_id.clone(),
-                                    params: executed.checked.clone(),
+                                    params: checked.clone(),
                                 }
                                 .written(),
                             );
@@ -647,7 +648,7 @@ impl Actions {
                             if let Some(request) = &executed.step.request {
                                 tally.done.push((
                                     operation_id.clone(),
-                                    executed.checked.clone(),
+                                    checked,
                                     describe_request(request),
                                 ));
                             }
@@ -1255,7 +1256,6 @@ impl Actions {
             step.asked = asked;
             Executed {
                 end: Some(End::Ask(question)),
-                checked: checked.clone(),
                 ..Executed::new(step)
             }
         };
@@ -1269,7 +1269,6 @@ impl Actions {
                 step.outcome = "invalid".into();
                 step.result = with_repairs(&invalid.to_string(), &repairs);
                 return Ok(Executed {
-                    checked,
                     unasked,
                     ..Executed::invalid(step)
                 });
@@ -1287,10 +1286,7 @@ impl Actions {
                 "This exact request was already carried out ({earlier}); it was not sent again. \
                  Respond to the user."
             );
-            return Ok(Executed {
-                checked,
-                ..Executed::new(step)
-            });
+            return Ok(Executed::new(step));
         }
         let watched = Watched {
             inner: self.confirm.as_ref(),
@@ -1309,10 +1305,7 @@ impl Actions {
             ));
         }
         step.result = with_repairs(&outcome.to_string(), &notes);
-        let mut executed = Executed {
-            checked,
-            ..Executed::new(step)
-        };
+        let mut executed = Executed::new(step);
         match &outcome {
             Outcome::DryRun(request) => {
                 executed.step.outcome = "dry_run".into();
@@ -2063,8 +2056,6 @@ enum End {
 #[derive(Default)]
 struct Executed {
     step: ActionStep,
-    /// The inputs as checked.
-    checked: Value,
     end: Option<End>,
     /// The call was refused before any request was built (a correction is due).
     invalid: bool,
@@ -2270,31 +2261,26 @@ mod tests {
     #[test]
     fn protocol_objects_are_read_in_the_protocol_s_keys_only() {
         let read = |text: &str| call_of_text(text).call;
-        assert_eq!(
-            read("```json\n{\"action\": \"execute_action\", \"operation_id\": \"getNote\", \"params\": {\"noteId\": \"1\"}}\n```"),
-            Call::Execute {
-                operation_id: "getNote".into(),
-                params: json!({"noteId": "1"})
-            }
-        );
-        assert_eq!(
-            read("{\"action\": \"respond\", \"text\": \"Done\"}\n{\"action\": \"ask_user\"}"),
-            Call::Respond {
-                text: "Done".into()
-            }
-        );
-        assert_eq!(
-            read("{\"action\": \"find_actions\", \"query\": \"delete notes"),
-            Call::Find {
-                query: "delete notes".into()
-            }
-        );
-        assert_eq!(
-            read("The note was created."),
-            Call::Respond {
-                text: "The note was created.".into()
-            }
-        );
+        let fenced = "```json\n{\"action\": \"execute_action\", \"operation_id\": \"getNote\", \"params\": {\"noteId\": \"1\"}}\n```";
+        let execute = Call::Execute {
+            operation_id: "getNote".into(),
+            params: json!({"noteId": "1"}),
+        };
+        let respond = |text: &str| Call::Respond { text: text.into() };
+        let find = Call::Find {
+            query: "delete notes".into(),
+        };
+        for (text, call) in [
+            (fenced, execute),
+            (
+                "{\"action\": \"respond\", \"text\": \"Done\"}\n{\"action\": \"ask_user\"}",
+                respond("Done"),
+            ),
+            (r#"{"action": "find_actions", "query": "delete notes"#, find),
+            ("The note was created.", respond("The note was created.")),
+        ] {
+            assert_eq!(read(text), call, "{text}");
+        }
         // Other spellings are not guessed at: the model is told and tries again.
         for other in [
             "{\"action\": \"getNote\", \"noteId\": \"1\"}",

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use crate::action::{
-    cap, list_values, scalar, Action, Encoding, Input, Location, Method, SecurityRequirement,
-    Server, Style,
+    cap, joined, scalar, Action, Encoding, Input, Location, Method, SecurityRequirement, Server,
+    Style,
 };
 use crate::schema::{self, CUT};
 use walkrag_walker::jsonl::squash;
@@ -587,7 +587,7 @@ impl Checker {
         }
         self.problem(
             at,
-            &format!("{} is not one of: {}", short(value), list_values(allowed)),
+            &format!("{} is not one of: {}", short(value), joined(allowed, ", ")),
         );
     }
 
@@ -655,7 +655,7 @@ fn short(value: &Value) -> String {
 /// OpenAPI's `simple` style: lists as `a,b`, objects as `k,v,k2,v2` (`k=v,k2=v2` exploded).
 fn simple(value: &Value, explode: bool) -> String {
     match value {
-        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
+        Value::Array(items) => joined(items, ","),
         Value::Object(map) => {
             let separator = if explode { '=' } else { ',' };
             let pairs = map
@@ -689,12 +689,12 @@ fn path_value(input: &Input, value: &Value) -> String {
 fn query_pairs(input: &Input, value: &Value) -> Vec<(String, String)> {
     let name = &input.wire_name;
     match (value, input.style) {
-        (Value::Array(items), Style::SpaceDelimited) => vec![(name.clone(), join(items, " "))],
-        (Value::Array(items), Style::PipeDelimited) => vec![(name.clone(), join(items, "|"))],
+        (Value::Array(items), Style::SpaceDelimited) => vec![(name.clone(), joined(items, " "))],
+        (Value::Array(items), Style::PipeDelimited) => vec![(name.clone(), joined(items, "|"))],
         (Value::Array(items), _) if input.explode => {
             items.iter().map(|v| (name.clone(), scalar(v))).collect()
         }
-        (Value::Array(items), _) => vec![(name.clone(), join(items, ","))],
+        (Value::Array(items), _) => vec![(name.clone(), joined(items, ","))],
         (Value::Object(map), Style::DeepObject) => map
             .iter()
             .map(|(k, v)| (format!("{name}[{k}]"), scalar(v)))
@@ -704,8 +704,4 @@ fn query_pairs(input: &Input, value: &Value) -> Vec<(String, String)> {
         }
         (value, _) => vec![(name.clone(), simple(value, false))],
     }
-}
-
-fn join(items: &[Value], separator: &str) -> String {
-    items.iter().map(scalar).collect::<Vec<_>>().join(separator)
 }
