@@ -57,8 +57,9 @@ pub fn scheme_env_var(scheme: &str) -> String {
 }
 
 /// What the executor adds to requests: headers, a credential per security scheme, and values
-/// for credential inputs by name ([`crate::Input::is_credential`]). Debug shows names only.
-#[derive(Clone, Default)]
+/// for credential inputs by name ([`crate::Input::is_credential`]). Debug shows names only
+/// (a [`Secret`] prints as `***`).
+#[derive(Clone, Default, Debug)]
 pub struct Credentials {
     headers: Vec<(String, Secret)>,
     schemes: BTreeMap<String, Secret>,
@@ -319,17 +320,6 @@ impl Credentials {
         needles.sort();
         needles.dedup();
         needles
-    }
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // A `Secret` prints as `***`: names show, values do not.
-        f.debug_struct("Credentials")
-            .field("headers", &self.headers)
-            .field("schemes", &self.schemes)
-            .field("inputs", &self.inputs)
-            .finish()
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -39,7 +38,16 @@ pub fn is_openapi(text: &str) -> bool {
 /// Parses JSON or YAML, told apart by content: text starting with `{` is read as JSON first
 /// (falling back to YAML, of which JSON is nearly a subset), anything else as YAML.
 pub fn parse_document(text: &str) -> Result<Value, SpecError> {
-    let doc: Value = read_document(text)?;
+    let text = text.trim_start_matches('\u{feff}');
+    let doc: Value = if text.trim_start().starts_with('{') {
+        match serde_json::from_str(text) {
+            Ok(doc) => doc,
+            Err(json_error) => serde_yaml_ng::from_str(text)
+                .map_err(|_| SpecError::Syntax(format!("JSON: {json_error}")))?,
+        }
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| SpecError::Syntax(format!("YAML: {e}")))?
+    };
     if doc.is_object() {
         Ok(doc)
     } else {
@@ -47,24 +55,11 @@ pub fn parse_document(text: &str) -> Result<Value, SpecError> {
     }
 }
 
-/// Reads a JSON or YAML document as `T`, told apart as [`parse_document`] says.
-pub(crate) fn read_document<T: DeserializeOwned>(text: &str) -> Result<T, SpecError> {
-    let text = text.trim_start_matches('\u{feff}');
-    if text.trim_start().starts_with('{') {
-        match serde_json::from_str(text) {
-            Ok(doc) => Ok(doc),
-            Err(json_error) => serde_yaml_ng::from_str(text)
-                .map_err(|_| SpecError::Syntax(format!("JSON: {json_error}"))),
-        }
-    } else {
-        serde_yaml_ng::from_str(text).map_err(|e| SpecError::Syntax(format!("YAML: {e}")))
-    }
-}
-
 impl Catalog {
     /// Reads an OpenAPI 3.0 or 3.1 document, JSON or YAML.
     pub fn parse(text: &str) -> Result<Self, SpecError> {
-        Self::read(&parse_document(text)?, &PropertyOrder::of(text))
+        let doc = parse_document(text)?;
+        Self::read(&doc, &PropertyOrder::of(&doc))
     }
 
     /// Reads an OpenAPI document already parsed into JSON values. Their maps are sorted, so

@@ -623,19 +623,14 @@ impl Actions {
                         if let Some(body) = &executed.said {
                             conversation.sources.returned(body);
                         }
-                        match &executed.end {
-                            Some(End::Ask(question)) => {
+                        if let Some((text, termination)) = executed.end.clone() {
+                            if termination == Termination::AskedUser {
                                 conversation.pending = Some(Pending {
                                     query: query.clone(),
-                                    question: question.clone(),
+                                    question: text.clone(),
                                 });
-                                ended = Some((question.clone(), Termination::AskedUser));
                             }
-                            Some(End::DryRun(text)) => {
-                                carried_out = true;
-                                ended = Some((text.clone(), Termination::DryRun));
-                            }
-                            None => {}
+                            ended = Some((text, termination));
                         }
                         if executed.invalid {
                             invalid_in_row += 1;
@@ -1255,7 +1250,7 @@ impl Actions {
             );
             step.asked = asked;
             Executed {
-                end: Some(End::Ask(question)),
+                end: Some((question, Termination::AskedUser)),
                 ..Executed::new(step)
             }
         };
@@ -1309,9 +1304,8 @@ impl Actions {
         match &outcome {
             Outcome::DryRun(request) => {
                 executed.step.outcome = "dry_run".into();
-                executed.end = Some(End::DryRun(format!(
-                    "Dry run: nothing was sent. The request would be:\n{request}"
-                )));
+                let text = format!("Dry run: nothing was sent. The request would be:\n{request}");
+                executed.end = Some((text, Termination::DryRun));
                 executed.success = true;
             }
             Outcome::Declined(_) => executed.step.outcome = "declined".into(),
@@ -2044,19 +2038,13 @@ fn step(
     }
 }
 
-/// How an exchange ends early.
-enum End {
-    /// Missing inputs: this question goes to the user.
-    Ask(String),
-    /// A dry run built its request: this answer says what would have been sent.
-    DryRun(String),
-}
-
 /// What came of one `execute_action`.
 #[derive(Default)]
 struct Executed {
     step: ActionStep,
-    end: Option<End>,
+    /// How the exchange ends early: missing inputs are asked for (the question goes to the
+    /// user), or a dry run's answer says what would have been sent. A dry run is a success.
+    end: Option<(String, Termination)>,
     /// The call was refused before any request was built (a correction is due).
     invalid: bool,
     /// A 2xx answer, or a dry run's complete request.

@@ -162,23 +162,19 @@ impl Action {
     /// case) are made and recorded in `Prepared::coerced`.
     pub fn prepare(&self, inputs: &Value) -> Result<Prepared, Invalid> {
         let empty = Map::new();
+        let mut check = Checker::default();
         let given = match inputs {
             Value::Object(map) => map,
             Value::Null => &empty,
             other => {
-                return Err(Invalid::Bad {
-                    problems: vec![Problem {
-                        input: String::new(),
-                        message: format!(
-                            "inputs must be a JSON object of input name to value, not {}",
-                            kind(other)
-                        ),
-                    }],
-                    missing: Vec::new(),
-                })
+                let not = kind(other);
+                check.problem(
+                    "",
+                    &format!("inputs must be a JSON object of input name to value, not {not}"),
+                );
+                return Err(check.finish().expect_err("a problem"));
             }
         };
-        let mut check = Checker::default();
         let (values, extra) = self.match_names(given, &mut check);
 
         let mut path = self.path.clone();
