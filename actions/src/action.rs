@@ -571,10 +571,9 @@ impl Action {
         if let Some(description) = &self.description {
             out.push_str(&format!("\n{}", cap(&one_line(description), 400)));
         }
+        out.push_str("\ninputs:");
         if self.inputs.is_empty() {
-            out.push_str("\ninputs: none");
-        } else {
-            out.push_str("\ninputs:");
+            out.push_str(" none");
         }
         for input in &self.inputs {
             out.push_str(&format!(

@@ -9,22 +9,17 @@ pub enum SpecError {
     /// Neither JSON nor YAML; holds the parser's message for the format the text looked like.
     #[error("not JSON or YAML: {0}")]
     Syntax(String),
-    /// Parsed, but the top level is not a mapping (a list, a string, …).
     #[error("the document's top level is not a mapping of fields")]
     NotAMapping,
-    /// A mapping without a top-level `openapi` field.
     #[error("not an OpenAPI document: no top-level `openapi` field")]
     NotOpenApi,
-    /// Swagger 2.0 or an OpenAPI version other than 3.0 and 3.1.
     #[error(
         "unsupported OpenAPI version {0}: only 3.0 and 3.1 are read \
          (convert Swagger 2.0 documents to 3.x first)"
     )]
     UnsupportedVersion(String),
-    /// A `$ref` inside the document that points at nothing.
     #[error("$ref {reference} (at {at}) points at nothing in the document")]
     DanglingRef { reference: String, at: String },
-    /// A `$ref` to another file or URL; only `#/...` references are followed.
     #[error(
         "$ref {reference} (at {at}) points outside the document; only `#/...` references are read"
     )]
@@ -37,13 +32,11 @@ pub enum SpecError {
 /// Why an executor or its credentials could not be set up.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
-    /// Neither a configured base URL nor an absolute `http(s)` server in the catalogue.
     #[error(
         "no base URL: the catalogue names no absolute http(s) server{0}; \
          give one in the configuration"
     )]
     NoBaseUrl(String),
-    /// A base URL that is not an absolute `http(s)` URL.
     #[error("base URL {0:?} is not an absolute http:// or https:// URL")]
     BadBaseUrl(String),
     /// A credential header line that is not `Name: value`. The value is never quoted.
@@ -56,7 +49,6 @@ pub enum ConfigError {
         "credential input {0}: expected `NAME=VALUE` with the input's name and a one-line value"
     )]
     BadCredential(String),
-    /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(String),
 }

@@ -6,10 +6,8 @@
 //! a reader would: after "what did the user give as this input? Reply with the value as the
 //! user wrote it, or with NONE", one scoring call weighs the value's first word against
 //! `NONE`, and a value whose log-probability falls more than
-//! [`crate::Actions::value_margin`] below `NONE`'s is taken back, which asks the user for it.
-//! (Weighing "yes" against "no" after "did the user give this value?" does not separate given
-//! from lacking values with a 0.5B model; reading the value out does:
-//! `docs/results/actions-discourse/given/`.)
+//! [`crate::Actions::value_margin`] below `NONE`'s is taken back, which asks the user for it
+//! (`docs/results/actions-discourse/given/`).
 //!
 //! Values the API returned are not judged (the user did not give them and need not have);
 //! nor are an enum's values or booleans (choices the request makes, not values it gives).

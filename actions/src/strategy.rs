@@ -59,9 +59,7 @@ const ASKED_SYSTEM: &str = "You write requests that users send to a web API.";
 const ASKED_PROMPT: &str = "Write one request a user could send that this operation carries out.";
 
 /// The value check's margin ([`Actions::value_margin`]) for the 0.5B model, chosen on the
-/// development requests (Discourse d01–d42, Intercom s01–s30). Replayed on three untuned
-/// sets it fixed 6 asks and broke 5, so the check is off by default; read by the 1.5B model
-/// (margin 0) it fixed 7 and lost 3 (`docs/results/actions-discourse/given/`).
+/// development requests; the check is off by default (`docs/results/actions-discourse/given/`).
 pub const VALUE_MARGIN: f32 = -4.5;
 
 /// Reciprocal rank fusion's k for a weighed pick's shortlist: low, so each ranking's first
@@ -72,10 +70,8 @@ const SHORTLIST_RRF_K: f32 = 20.0;
 /// small model reads "none" first for requests a listed operation fits.
 const NONE_MARGIN: f32 = 1.0;
 
-/// Default weights of a weighed pick ([`Actions::nearness_weight`], [`Actions::vote_weight`],
-/// [`Actions::probe_weight`]): nearness 10, or 30 where examples were given in a file and
-/// 15 beside the probe; the vote 10, or 5 beside the probe; the probe 4 where examples were
-/// given.
+/// Default weights of a weighed pick, as [`Actions::nearness_weight`],
+/// [`Actions::vote_weight`] and [`Actions::probe_weight`] give them.
 const NEARNESS_WEIGHT: f32 = 10.0;
 const NEARNESS_WEIGHT_GIVEN: f32 = 30.0;
 const NEARNESS_WEIGHT_BESIDE_PROBE: f32 = 15.0;
@@ -140,9 +136,7 @@ impl Api {
     /// built from the whole catalogue, knows them and fills them).
     fn new(mut catalog: Catalog, executor: Executor) -> Self {
         for action in &mut catalog.actions {
-            if action.credential_inputs().next().is_some() {
-                *action = action.without_credentials();
-            }
+            action.inputs.retain(|input| !input.is_credential());
         }
         Self { catalog, executor }
     }
@@ -641,11 +635,9 @@ impl Actions {
                         if executed.success {
                             carried_out = true;
                             if let Some(request) = &executed.step.request {
-                                tally.done.push((
-                                    operation_id.clone(),
-                                    checked,
-                                    describe_request(request),
-                                ));
+                                let text = |key: &str| request[key].as_str().unwrap_or("");
+                                let what = format!("{} {}", text("method"), text("url"));
+                                tally.done.push((operation_id.clone(), checked, what));
                             }
                         }
                         run.record_action(executed.step);
@@ -924,8 +916,10 @@ impl Actions {
                 .take(self.pick_k)
                 .map(|(i, _)| i)
                 .collect();
+        // The other terms: each named, with its weight and its reading of each line.
+        let mut terms: Vec<(&str, f32, Vec<f32>)> = Vec::new();
         let vote_weight = self.vote_weight();
-        let votes = if vote_weight > 0.0 && self.most_examples() > 0 {
+        if vote_weight > 0.0 && self.most_examples() > 0 {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
             let votes = self.votes(run.env.index, &run.env.search, &vector);
@@ -936,28 +930,24 @@ impl Actions {
                     shortlist.push(at);
                 }
             }
-            Some(votes)
-        } else {
-            None
-        };
+            let share = |id: &String| votes.iter().find(|v| v.0 == *id).map_or(0.0, |v| v.1);
+            let shares = lines.iter().map(|l| share(l.0)).collect();
+            terms.push(("vote", vote_weight, shares));
+        }
         // The log-probability the probe gives each line's operation; its likeliest is listed.
-        let probe_weight = self.probe_weight();
-        let probed = match self.probe(run.env.index) {
-            Some(probe) => {
-                let vector = run.embedding(request)?;
-                let p = probe.probabilities(&vector);
-                let logs: Vec<f32> = lines
-                    .iter()
-                    .map(|(id, _)| probe.log_probability(&p, id))
-                    .collect();
-                let likeliest = (0..lines.len()).max_by(|&i, &j| logs[i].total_cmp(&logs[j]));
-                if let Some(at) = likeliest.filter(|at| !shortlist.contains(at)) {
-                    shortlist.push(at);
-                }
-                Some(logs)
+        if let Some(probe) = self.probe(run.env.index) {
+            let vector = run.embedding(request)?;
+            let p = probe.probabilities(&vector);
+            let logs: Vec<f32> = lines
+                .iter()
+                .map(|(id, _)| probe.log_probability(&p, id))
+                .collect();
+            let likeliest = (0..lines.len()).max_by(|&i, &j| logs[i].total_cmp(&logs[j]));
+            if let Some(at) = likeliest.filter(|at| !shortlist.contains(at)) {
+                shortlist.push(at);
             }
-            _ => None,
-        };
+            terms.push(("probe", self.probe_weight(), logs));
+        }
         shortlist.sort_unstable();
         let list: Vec<String> = shortlist.iter().map(|&i| lines[i].1.line()).collect();
         let ids: Vec<&str> = shortlist
@@ -987,34 +977,22 @@ impl Actions {
             .map(|k| asked_list[k] - blank.get(k).map_or(0.0, |b| self.calibration * b))
             .collect();
 
-        // The other terms: each named, with its weight and its reading of each listed operation.
-        let mut terms: Vec<(&str, f32, Vec<f32>)> = Vec::new();
         let weight = self.nearness_weight();
         if weight > 0.0 {
             // Embedded already for the search, in a new request's first turn.
             let vector = run.embedding(request)?;
-            let index = run.env.index;
-            let near = |&i: &usize| nearness(index, &vector, lines[i].0);
-            terms.push(("near", weight, shortlist.iter().map(near).collect()));
-        }
-        if let Some(votes) = &votes {
-            let share = |&i: &usize| {
-                votes
-                    .iter()
-                    .find(|v| v.0 == *lines[i].0)
-                    .map_or(0.0, |v| v.1)
-            };
-            terms.push(("vote", vote_weight, shortlist.iter().map(share).collect()));
-        }
-        if let Some(probed) = &probed {
-            let probe = |&i: &usize| probed[i];
-            terms.push(("probe", probe_weight, shortlist.iter().map(probe).collect()));
+            let mut near = vec![0.0; lines.len()];
+            for &i in &shortlist {
+                near[i] = nearness(run.env.index, &vector, lines[i].0);
+            }
+            terms.insert(0, ("near", weight, near));
         }
         let n = shortlist.len();
         let total: Vec<f32> = (0..n)
             .map(|k| {
-                let read = asked[shortlist[k]] + self.list_weight * listed[k];
-                terms.iter().fold(read, |sum, t| sum + t.1 * t.2[k])
+                let i = shortlist[k];
+                let read = asked[i] + self.list_weight * listed[k];
+                terms.iter().fold(read, |sum, t| sum + t.1 * t.2[i])
             })
             .collect();
         let best = (0..n)
@@ -1030,7 +1008,7 @@ impl Actions {
             .map(|(k, &i)| {
                 let terms: String = terms
                     .iter()
-                    .map(|(name, _, v)| format!(", {name} {:.2}", v[k]))
+                    .map(|(name, _, v)| format!(", {name} {:.2}", v[i]))
                     .collect();
                 format!(
                     "{}: request {:.2}, list {}{terms}, total {:.2}",
@@ -1854,14 +1832,6 @@ fn summary(done: &[(String, Value, String)], otherwise: &str) -> String {
     format!("Carried out:\n{}", lines.join("\n"))
 }
 
-fn describe_request(request: &Value) -> String {
-    format!(
-        "{} {}",
-        request["method"].as_str().unwrap_or(""),
-        request["url"].as_str().unwrap_or("")
-    )
-}
-
 fn with_repairs(result: &str, repairs: &[String]) -> String {
     if repairs.is_empty() {
         return result.to_string();
@@ -2189,10 +2159,8 @@ impl<'s> Run<'s> {
 
     /// The chunk to cite for an operation: the one found, else its record's first chunk.
     fn chunk_for(&self, operation_id: &str) -> Option<ChunkId> {
-        if let Some(&chunk) = self.chunk_of.get(operation_id) {
-            return Some(chunk);
-        }
-        first_chunk(self.env.index, operation_id)
+        let found = self.chunk_of.get(operation_id).copied();
+        found.or_else(|| first_chunk(self.env.index, operation_id))
     }
 
     /// Calls `model` and records the call; a stop cancels the generation and keeps what came.
