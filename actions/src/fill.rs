@@ -794,28 +794,18 @@ mod tests {
     fn what_was_said_once_fills_one_input() {
         let catalog = catalog();
         let said = sources(&["Add Dune to shelf 12"]);
-        let (kept, notes) = keep(
-            &catalog.actions[0],
-            &json!({"tags": ["Dune"], "title": "Dune", "format": "paper"}),
-            &said,
-        );
+        let keep = |params: Value| keep(&catalog.actions[0], &params, &said);
+        let (kept, notes) = keep(json!({"tags": ["Dune"], "title": "Dune", "format": "paper"}));
         assert_eq!(
             kept,
             json!({"title": "Dune", "format": "paper", "tags": ["Dune"]})
         );
         assert!(notes.is_empty(), "a list is not the same value: {notes:?}");
-        let (kept, notes) = keep(
-            &catalog.actions[0],
-            &json!({"title": "Dune", "message": "x", "price": 12, "shelf_id": 12}),
-            &said,
-        );
+        let (kept, notes) =
+            keep(json!({"title": "Dune", "message": "x", "price": 12, "shelf_id": 12}));
         assert_eq!(kept, json!({"shelf_id": 12, "title": "Dune", "price": 12}));
         assert_eq!(notes.len(), 1, "numbers may repeat: {notes:?}");
-        let (kept, notes) = keep(
-            &catalog.actions[0],
-            &json!({"tags": "Dune", "title": "Dune"}),
-            &said,
-        );
+        let (kept, notes) = keep(json!({"tags": "Dune", "title": "Dune"}));
         assert_eq!(kept, json!({"title": "Dune"}));
         assert!(
             notes[0].starts_with("tags: the same words as title"),

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use Layout::{Columns, Rows};
+
 /// Steps of the fit: more than 400 picked no better.
 const STEPS: usize = 400;
 
@@ -70,15 +72,7 @@ impl Probe {
             for row in logits.chunks_exact_mut(k) {
                 row.copy_from_slice(&bias.value);
             }
-            matmul(
-                &inputs,
-                Layout::Rows,
-                n,
-                dim,
-                &weights.value,
-                k,
-                &mut logits,
-            );
+            matmul(&inputs, Rows, n, dim, &weights.value, k, &mut logits);
             for (row, &label) in logits.chunks_exact_mut(k).zip(&labels) {
                 softmax(row);
                 row[label] -= 1.0;
@@ -87,15 +81,7 @@ impl Probe {
             for (g, w) in grad_weights.iter_mut().zip(&weights.value) {
                 *g = L2 * w;
             }
-            matmul(
-                &inputs,
-                Layout::Columns,
-                dim,
-                n,
-                &logits,
-                k,
-                &mut grad_weights,
-            );
+            matmul(&inputs, Columns, dim, n, &logits, k, &mut grad_weights);
             grad_bias.fill(0.0);
             for row in logits.chunks_exact(k) {
                 grad_bias.iter_mut().zip(row).for_each(|(g, r)| *g += r);

@@ -368,12 +368,10 @@ fn read_parameter(
     let Some(name) = param.get("name").and_then(Value::as_str) else {
         return Err(malformed(at, "a parameter without a name"));
     };
-    let location = match param.get("in").and_then(Value::as_str) {
-        Some("path") => Location::Path,
-        Some("query") => Location::Query,
-        Some("header") => Location::Header,
-        Some("cookie") => Location::Cookie,
-        _ => return Ok(None),
+    // The places a parameter goes by their serde names; not the body (Swagger 2.0's `in`).
+    let location = param.get("in").and_then(|l| Location::deserialize(l).ok());
+    let Some(location) = location.filter(|l| *l != Location::Body) else {
+        return Ok(None);
     };
     if location == Location::Header
         && ["accept", "content-type", "authorization"].contains(&name.to_ascii_lowercase().as_str())

@@ -94,6 +94,9 @@ const VOTE_TEMPERATURE: f32 = 0.1;
 /// gives each id is its lean towards it on that list.
 const BLANK_REQUEST: &str = "N/A";
 
+/// What the model is told when a question goes to the user.
+const ASKED: &str = "Asked the user; their answer follows.";
+
 /// What a pick says when no operation fits.
 const NONE: &str = "none";
 
@@ -534,7 +537,7 @@ impl Actions {
                             run.answer(conversation, tools, &call, step);
                             continue;
                         }
-                        conversation.answer(tools, &call, "Asked the user; their answer follows.");
+                        conversation.answer(tools, &call, ASKED);
                         let question = Question { question, asked };
                         ended = Some(question.ask(&mut run, conversation, &query, turn, ""));
                     }
@@ -548,11 +551,7 @@ impl Actions {
                             // An answer in place of a corrected call ("The inputs were not
                             // accepted…") leaves the user without the question the missing
                             // inputs call for: it is asked instead.
-                            conversation.answer(
-                                tools,
-                                &call,
-                                "Asked the user; their answer follows.",
-                            );
+                            conversation.answer(tools, &call, ASKED);
                             let result = format!(
                                 "Asked in place of the model's answer, as the call it gave up \
                                  on lacked required inputs: {text}"
@@ -1100,13 +1099,10 @@ impl Actions {
             conversation
                 .messages
                 .push(Message::assistant(call.written.clone()));
+            let outcome = "written without the model: the operation takes no inputs";
             run.record_action(ActionStep {
-                cycle: turn,
-                action: "act".into(),
                 operation_id: Some(id.to_string()),
-                text: Some(written),
-                outcome: "written without the model: the operation takes no inputs".into(),
-                ..ActionStep::default()
+                ..step(turn, "act", outcome, Some(written), String::new())
             });
             return Ok(vec![call]);
         }
@@ -2049,14 +2045,10 @@ impl Question {
             query: query.to_string(),
             question: self.question.clone(),
         });
+        let question = Some(self.question.clone());
         run.record_action(ActionStep {
-            cycle: turn,
-            action: "ask_user".into(),
             asked: self.asked,
-            text: Some(self.question.clone()),
-            outcome: "asked".into(),
-            result: result.to_string(),
-            ..ActionStep::default()
+            ..step(turn, "ask_user", "asked", question, result.to_string())
         });
         (self.question, Termination::AskedUser)
     }
@@ -2147,13 +2139,10 @@ impl<'s> Run<'s> {
 
     /// Records the pick: `picked` (`None` when none fits), with `text` saying how it came.
     fn record_pick(&mut self, picked: &Option<String>, text: String) {
+        let outcome = if picked.is_some() { "picked" } else { "none" };
         self.record_action(ActionStep {
-            cycle: 1,
-            action: "pick".into(),
             operation_id: picked.clone(),
-            text: Some(text),
-            outcome: if picked.is_some() { "picked" } else { "none" }.into(),
-            ..ActionStep::default()
+            ..step(1, "pick", outcome, Some(text), String::new())
         });
     }
 
