@@ -35,8 +35,9 @@
 //!   `Outcome`s the model reads; a response body is cut to the byte budget on a character
 //!   boundary, with a note saying how much was left out.
 //!
-//! The crate knows nothing of models, embedders or the walker: the `actions` strategy indexes
-//! `embed_text`, shows `describe`, and turns the model's tool calls into `Executor::call`.
+//! The `actions` strategy (`strategy.rs`, with `fill.rs`, `given.rs`, `probe.rs` and
+//! `examples.rs`) finds operations by their `embed_text`, shows the model their `describe`
+//! cards, and sends what it fills in through the `Executor`.
 
 #![forbid(unsafe_code)]
 
@@ -53,7 +54,6 @@ mod secret;
 mod spec;
 mod strategy;
 mod validate;
-mod written;
 
 pub use action::{
     words, Action, ActionHash, Body, Encoding, Input, KeyLocation, Location, Method, Returned,

@@ -11,7 +11,6 @@ use crate::action::{
 };
 use crate::error::SpecError;
 use crate::schema::{self, Resolver};
-use crate::written::PropertyOrder;
 
 /// Every operation of one OpenAPI document, with what is needed to send them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,18 +57,12 @@ pub fn parse_document(text: &str) -> Result<Value, SpecError> {
 impl Catalog {
     /// Reads an OpenAPI 3.0 or 3.1 document, JSON or YAML.
     pub fn parse(text: &str) -> Result<Self, SpecError> {
-        let doc = parse_document(text)?;
-        Self::read(&doc, &PropertyOrder::of(&doc))
+        Self::from_value(&parse_document(text)?)
     }
 
-    /// Reads an OpenAPI document already parsed into JSON values. Their maps are sorted, so
-    /// what an operation returns lists its fields in that order; [`Catalog::parse`] lists
-    /// them as the document writes them.
+    /// Reads an OpenAPI document already parsed into JSON values (their maps keep the
+    /// document's order: what an operation returns lists its fields as written).
     pub fn from_value(doc: &Value) -> Result<Self, SpecError> {
-        Self::read(doc, &PropertyOrder::default())
-    }
-
-    fn read(doc: &Value, order: &PropertyOrder) -> Result<Self, SpecError> {
         let Value::Object(top) = doc else {
             return Err(SpecError::NotAMapping);
         };
@@ -105,7 +98,6 @@ impl Catalog {
                     };
                     let mut action = read_operation(
                         &resolver,
-                        order,
                         path,
                         item,
                         method,
@@ -179,7 +171,6 @@ fn unique_id(id: &mut String, seen: &mut HashSet<String>) {
 
 fn read_operation(
     resolver: &Resolver,
-    order: &PropertyOrder,
     path: &str,
     item: &Value,
     method: Method,
@@ -220,7 +211,7 @@ fn read_operation(
         body,
         security,
         servers,
-        returns: read_returns(resolver, order, operation, &at),
+        returns: read_returns(resolver, operation, &at),
         hash: ActionHash(String::new()),
         examples: Vec::new(),
         examples_given: false,
@@ -230,12 +221,7 @@ fn read_operation(
 /// The fields of the operation's first 2xx JSON response (or of its items, for a list), each
 /// with its own fields, in the document's order. Nothing is sent from it, so a bad `$ref`
 /// there costs only this, with a warning.
-fn read_returns(
-    resolver: &Resolver,
-    order: &PropertyOrder,
-    operation: &Value,
-    at: &str,
-) -> Vec<Returned> {
+fn read_returns(resolver: &Resolver, operation: &Value, at: &str) -> Vec<Returned> {
     let Some(Value::Object(responses)) = operation.get("responses") else {
         return Vec::new();
     };
@@ -273,7 +259,7 @@ fn read_returns(
             Some("array") => schema.get("items").unwrap_or(&Value::Null),
             _ => schema,
         };
-        first_properties(order, schema)
+        first_properties(schema)
             .into_iter()
             .map(|(name, _)| name.clone())
             .collect()
@@ -284,7 +270,7 @@ fn read_returns(
             list: true,
             fields: field_names(&schema),
         }],
-        _ => first_properties(order, &schema)
+        _ => first_properties(&schema)
             .into_iter()
             .map(|(name, property)| Returned {
                 name: name.clone(),
@@ -296,15 +282,11 @@ fn read_returns(
 }
 
 /// A schema's first [`RETURNED_FIELDS`] properties, as the document writes them.
-fn first_properties<'a>(order: &PropertyOrder, schema: &'a Value) -> Vec<(&'a String, &'a Value)> {
+fn first_properties(schema: &Value) -> Vec<(&String, &Value)> {
     schema
         .get("properties")
         .and_then(Value::as_object)
-        .map(|properties| {
-            let mut arranged = order.arrange(properties);
-            arranged.truncate(RETURNED_FIELDS);
-            arranged
-        })
+        .map(|properties| properties.iter().take(RETURNED_FIELDS).collect())
         .unwrap_or_default()
 }
 
