@@ -13,10 +13,8 @@ use walkrag_walker::html;
 use walkrag_walker::output::{AnswerLine, TraceFile};
 use walkrag_walker::passages::describe;
 
-use super::ANSWERED_BY_ONE_MODEL;
 use walkrag_walker::{
-    by_name, Answer, AnswerModel, Control, CycleReport, Event, Memory, Options, Origin, Steer,
-    Strategy,
+    by_name, Answer, Control, CycleReport, Event, Memory, Options, Origin, Steer, Strategy,
 };
 
 /// Ask a question of the indexed documents.
@@ -90,21 +88,8 @@ pub struct Args {
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
-    /// The model that reads whole documents for --strategy docs (a cheaper one: the
-    /// documents are many, the answer is one) [default: --model].
-    #[arg(long, value_name = "SPEC")]
-    reader_model: Option<String>,
-    /// The model that writes the answer for walk, single and links, e.g.
-    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
-    /// found [default: --model].
-    #[arg(long, value_name = "SPEC")]
-    answer_model: Option<String>,
-    /// Chunks retrieved per search [default: the strategy's, 5 for single].
-    #[arg(short)]
-    k: Option<usize>,
-    /// Most retrieval cycles (multi-cycle strategies).
-    #[arg(long)]
-    max_cycles: Option<usize>,
+    #[command(flatten)]
+    strategy_flags: super::strategy_flags::StrategyFlags,
     /// Pause after each walk cycle: Enter goes on, a line of text is a hint (searched for
     /// and shown to the model next), "s" stops and answers.
     #[arg(long)]
@@ -128,27 +113,6 @@ pub struct Args {
     /// are marked in the output and the trace; delete the file to forget.
     #[arg(long)]
     memory: bool,
-    /// Hold the walk's read step to its grammar while it is generated: facts that cite the
-    /// passages shown, then searches, or "sufficient" after a fact (off by default:
-    /// docs/constrained-decoding.md says why).
-    #[arg(long)]
-    constrain_read: bool,
-    /// walk: where next sources come from. written: the model writes them in its read step;
-    /// chosen: it picks them among the names in its passages that were not read yet (index
-    /// titles they mention, capitalised names), its read step constrained to them; weighed:
-    /// those names ranked by how much likelier the model finds each after the question and
-    /// passages than after the passages alone (needs a local model).
-    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
-    next_sources: String,
-    /// links, walk: in each hop, also search the first N names written in the passages read
-    /// that were not read yet (index titles they mention, capitalised names), each with the
-    /// question, with no model call [default: 0].
-    #[arg(long, value_name = "N")]
-    names: Option<usize>,
-    /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
-    /// (with --constrain-read, every read before the Nth must name where to look next).
-    #[arg(long, value_name = "N")]
-    min_cycles: Option<usize>,
     #[command(flatten)]
     actions: super::actions::ActionFlags,
 }
@@ -171,30 +135,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if args.reader_model.is_some() && args.strategy != "docs" {
-        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
-    }
-    if args.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.contains(&args.strategy.as_str()) {
-        bail!("--answer-model works with the walk, single and links strategies");
-    }
-    if args.names.is_some() && !matches!(args.strategy.as_str(), "links" | "walk") {
-        bail!("--names works with the links and walk strategies (their hops search the names)");
-    }
-    if args.next_sources != "written" && args.strategy != "walk" {
-        bail!("--next-sources works with the walk strategy");
-    }
+    let flags = &args.strategy_flags;
+    flags.check(|name| name == args.strategy)?;
     let options = Options {
-        k: args.k,
-        max_cycles: args.max_cycles,
         control: control.clone(),
         memory,
-        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
-        constrain_read: args.constrain_read,
-        next_sources: super::next_sources(&args.next_sources),
-        names: args.names,
-        min_cycles: args.min_cycles,
-        answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
-            .map(AnswerModel),
+        ..flags.options(&args.model, |model| model)?
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {
@@ -202,15 +148,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Some(by_name(&args.strategy, &options)?)
     };
-    if args.k == Some(0) {
-        bail!("-k must be at least 1");
-    }
-    if args.max_cycles == Some(0) {
-        bail!("--max-cycles must be at least 1");
-    }
-    if args.min_cycles == Some(0) {
-        bail!("--min-cycles must be at least 1");
-    }
     let (index, embedder) =
         super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
     let strategy: Box<dyn Strategy> = match strategy {
@@ -219,10 +156,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let confirm = super::actions::confirmation(&args.actions);
             let mut actions =
                 super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
-            if let Some(k) = args.k {
+            if let Some(k) = flags.k {
                 actions.k = k;
             }
-            if let Some(turns) = args.max_cycles {
+            if let Some(turns) = flags.max_cycles {
                 actions.max_turns = turns;
             }
             actions.control = control.clone();

@@ -14,9 +14,7 @@ use walkrag_engine::{ChunkSpec, FolderStore, Index, Store, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{by_name, AnswerModel, Options, Strategy};
-
-use super::ANSWERED_BY_ONE_MODEL;
+use walkrag_walker::{by_name, Strategy};
 
 /// Benchmark strategies on a question set: retrieval recall, answer EM/F1 and cost.
 ///
@@ -121,15 +119,8 @@ pub struct Args {
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
-    /// The model that reads whole documents for --strategy docs (a cheaper one: the
-    /// documents are many, the answer is one) [default: --model].
-    #[arg(long, value_name = "SPEC")]
-    reader_model: Option<String>,
-    /// The model that writes the answer for walk, single and links, e.g.
-    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
-    /// found [default: --model].
-    #[arg(long, value_name = "SPEC")]
-    answer_model: Option<String>,
+    #[command(flatten)]
+    strategy_flags: super::strategy_flags::StrategyFlags,
     /// Only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
@@ -144,12 +135,6 @@ pub struct Args {
     /// Embedding model [default: the index's own, else minilm].
     #[arg(long)]
     embedder: Option<String>,
-    /// Chunks retrieved per search [default: the strategy's, 5 for single].
-    #[arg(short)]
-    k: Option<usize>,
-    /// Most retrieval cycles (multi-cycle strategies).
-    #[arg(long)]
-    max_cycles: Option<usize>,
     /// Questions answered at the same time (useful with a server that batches; a local model
     /// answers one at a time anyway).
     #[arg(long, default_value_t = 1)]
@@ -174,39 +159,16 @@ pub struct Args {
     /// server that cannot constrain (to measure what constrained decoding gains).
     #[arg(long)]
     unconstrained: bool,
-    /// walk: hold the read step to its grammar (facts citing shown chunks, then a search
-    /// unless the facts suffice); off by default, see docs/constrained-decoding.md.
-    #[arg(long)]
-    constrain_read: bool,
-    /// walk: where next sources come from. written: the model writes them in its read step;
-    /// chosen: it picks them among the names in its passages that were not read yet (index
-    /// titles they mention, capitalised names), its read step constrained to them; weighed:
-    /// those names ranked by how much likelier the model finds each after the question and
-    /// passages than after the passages alone (needs a local model).
-    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
-    next_sources: String,
-    /// links, walk: in each hop, also search the first N names written in the passages read
-    /// that were not read yet (index titles they mention, capitalised names), each with the
-    /// question, with no model call [default: 0].
-    #[arg(long, value_name = "N")]
-    names: Option<usize>,
-    /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
-    /// (with --constrain-read, every read before the Nth must name where to look next).
-    #[arg(long, value_name = "N")]
-    min_cycles: Option<usize>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ensure!(args.jobs >= 1, "--jobs must be at least 1");
-    ensure!(args.k != Some(0), "-k must be at least 1");
-    ensure!(
-        args.max_cycles != Some(0),
-        "--max-cycles must be at least 1"
-    );
-    ensure!(
-        args.min_cycles != Some(0),
-        "--min-cycles must be at least 1"
-    );
+    let flags = &args.strategy_flags;
+    let runs = |name: &str| match args.spec {
+        Some(_) => name == "actions",
+        None => args.strategies.iter().any(|s| s.trim() == name),
+    };
+    flags.check(runs)?;
     if let Some(spec) = args.spec.clone() {
         return run_actions(&args, &spec);
     }
@@ -214,37 +176,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .questions
         .clone()
         .context("--questions is needed with --corpus")?;
-    if args.reader_model.is_some() && !args.strategies.iter().any(|s| s.trim() == "docs") {
-        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
-    }
-    if args.answer_model.is_some()
-        && !args
-            .strategies
-            .iter()
-            .any(|s| ANSWERED_BY_ONE_MODEL.contains(&s.trim()))
-    {
-        bail!("--answer-model works with the walk, single and links strategies");
-    }
-    let runs = |name: &str| args.strategies.iter().any(|s| s.trim() == name);
-    if args.names.is_some() && !runs("links") && !runs("walk") {
-        bail!("--names works with the links and walk strategies (their hops search the names)");
-    }
-    if args.next_sources != "written" && !runs("walk") {
-        bail!("--next-sources works with the walk strategy");
-    }
-    let options = Options {
-        k: args.k,
-        max_cycles: args.max_cycles,
-        answer_model: super::load_other_model(args.answer_model.as_deref(), &args.model, "answer")?
-            .map(|model| AnswerModel(unconstrained(model, args.unconstrained))),
-        reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?
-            .map(|reader| unconstrained(reader, args.unconstrained)),
-        constrain_read: args.constrain_read,
-        next_sources: super::next_sources(&args.next_sources),
-        names: args.names,
-        min_cycles: args.min_cycles,
-        ..Options::default()
-    };
+    let options = flags.options(&args.model, |model| {
+        unconstrained(model, args.unconstrained)
+    })?;
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();
     for name in &args.strategies {
         let strategy = by_name(name.trim(), &options)?;
@@ -370,8 +304,8 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         dataset,
         command: command_line(),
         base_url: args.base_url.clone(),
-        k: args.k,
-        max_turns: args.max_cycles,
+        k: args.strategy_flags.k,
+        max_turns: args.strategy_flags.max_cycles,
         guess: !args.no_guess,
         weigh: !args.no_weigh,
         value_margin: args.value_margin,

@@ -13,6 +13,7 @@ pub mod index;
 pub mod models;
 pub mod query;
 pub mod serve;
+pub mod strategy_flags;
 
 /// Where the index lives unless `--index` says otherwise.
 pub const DEFAULT_INDEX: &str = ".walkrag";

@@ -1,0 +1,101 @@
+//! The strategies' settings that `ask` and `eval` share, declared once.
+
+use std::sync::Arc;
+
+use anyhow::{bail, ensure};
+use walkrag_core::ChatModel;
+use walkrag_walker::{AnswerModel, Options};
+
+use super::ANSWERED_BY_ONE_MODEL;
+
+/// How the strategies search, hop and answer.
+#[derive(clap::Args, Clone, Debug)]
+pub struct StrategyFlags {
+    /// The model that reads whole documents for --strategy docs (a cheaper one: the
+    /// documents are many, the answer is one) [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    pub reader_model: Option<String>,
+    /// The model that writes the answer for walk, single and links, e.g.
+    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
+    /// found [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    pub answer_model: Option<String>,
+    /// Chunks retrieved per search [default: the strategy's, 5 for single].
+    #[arg(short)]
+    pub k: Option<usize>,
+    /// Most retrieval cycles (multi-cycle strategies).
+    #[arg(long)]
+    pub max_cycles: Option<usize>,
+    /// walk: hold the read step to its grammar while it is generated: facts that cite the
+    /// passages shown, then searches, or "sufficient" after a fact (off by default:
+    /// docs/constrained-decoding.md says why).
+    #[arg(long)]
+    pub constrain_read: bool,
+    /// walk: where next sources come from. written: the model writes them in its read step;
+    /// chosen: it picks them among the names in its passages that were not read yet (index
+    /// titles they mention, capitalised names), its read step constrained to them; weighed:
+    /// those names ranked by how much likelier the model finds each after the question and
+    /// passages than after the passages alone (needs a local model).
+    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
+    pub next_sources: String,
+    /// links, walk: in each hop, also search the first N names written in the passages read
+    /// that were not read yet (index titles they mention, capitalised names), each with the
+    /// question, with no model call [default: 0].
+    #[arg(long, value_name = "N")]
+    pub names: Option<usize>,
+    /// walk: read at least N cycles before the model's "the facts suffice" ends the walk
+    /// (with --constrain-read, every read before the Nth must name where to look next).
+    #[arg(long, value_name = "N")]
+    pub min_cycles: Option<usize>,
+}
+
+impl StrategyFlags {
+    /// Refuses counts of zero, and a setting that no strategy that `runs` takes.
+    pub fn check(&self, runs: impl Fn(&str) -> bool) -> anyhow::Result<()> {
+        ensure!(self.k != Some(0), "-k must be at least 1");
+        ensure!(
+            self.max_cycles != Some(0),
+            "--max-cycles must be at least 1"
+        );
+        ensure!(
+            self.min_cycles != Some(0),
+            "--min-cycles must be at least 1"
+        );
+        if self.reader_model.is_some() && !runs("docs") {
+            bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+        }
+        if self.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.into_iter().any(&runs) {
+            bail!("--answer-model works with the walk, single and links strategies");
+        }
+        if self.names.is_some() && !runs("links") && !runs("walk") {
+            bail!("--names works with the links and walk strategies (their hops search the names)");
+        }
+        if self.next_sources != "written" && !runs("walk") {
+            bail!("--next-sources works with the walk strategy");
+        }
+        Ok(())
+    }
+
+    /// The strategies' options beside the chat model `model`; each other model is loaded
+    /// and passed through `wrap`.
+    pub fn options(
+        &self,
+        model: &str,
+        wrap: impl Fn(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>,
+    ) -> anyhow::Result<Options> {
+        let other = |spec: &Option<String>, role| {
+            super::load_other_model(spec.as_deref(), model, role).map(|m| m.map(&wrap))
+        };
+        Ok(Options {
+            k: self.k,
+            max_cycles: self.max_cycles,
+            reader: other(&self.reader_model, "reader")?,
+            answer_model: other(&self.answer_model, "answer")?.map(AnswerModel),
+            constrain_read: self.constrain_read,
+            next_sources: super::next_sources(&self.next_sources),
+            names: self.names,
+            min_cycles: self.min_cycles,
+            ..Options::default()
+        })
+    }
+}
