@@ -393,3 +393,22 @@ pub fn render_request(request: &ChatRequest) -> String {
         .map(|m| format!("=== {} ===\n{}\n", m.role.as_str(), m.content))
         .collect()
 }
+
+/// Every search of `answer`'s trace: its origin, its query and the chunks it returned.
+pub fn retrievals(
+    answer: &crate::Answer,
+) -> Vec<(crate::Origin, String, Vec<walkrag_engine::ChunkId>)> {
+    answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            crate::Step::Retrieve(r) => Some((
+                r.origin,
+                r.query.clone(),
+                r.hits.iter().map(|h| h.chunk_id).collect(),
+            )),
+            _ => None,
+        })
+        .collect()
+}

@@ -113,19 +113,7 @@ fn a_hop_searches_the_names_written_in_the_passages() {
         &mut collect(&mut Vec::new()),
     ))
     .unwrap();
-    let retrievals: Vec<(Origin, String, Vec<_>)> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some((
-                r.origin,
-                r.query.clone(),
-                r.hits.iter().map(|h| h.chunk_id).collect(),
-            )),
-            _ => None,
-        })
-        .collect();
+    let retrievals = walkrag_walker::testing::retrievals(&answer);
     assert_eq!(
         retrievals,
         [

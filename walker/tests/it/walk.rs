@@ -913,19 +913,7 @@ fn the_walk_searches_its_passages_unread_names_when_asked() {
     };
     let model = ScriptedChatModel::new(turns());
     let answer = block_on(strategy.run(question, env(&t.index, &model), &mut |_| {})).unwrap();
-    let retrievals: Vec<(Origin, String, Vec<ChunkId>)> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some((
-                r.origin,
-                r.query.clone(),
-                r.hits.iter().map(|h| h.chunk_id).collect(),
-            )),
-            _ => None,
-        })
-        .collect();
+    let retrievals = walkrag_walker::testing::retrievals(&answer);
     assert_eq!(
         retrievals,
         [
