@@ -116,7 +116,7 @@ impl Strategy for Linked {
                     run.record_retrieval(cycle, Origin::Link, what, self.k, hits, ms);
                 }
                 for name in offered.iter().take(self.names) {
-                    let query = format!("{name}: {question}");
+                    let query = names::query(name, question);
                     let hits = run.retrieve(cycle, Origin::Name, &query, self.k, true)?;
                     lists.push(hits.iter().map(|h| h.chunk_id).collect());
                 }

@@ -20,6 +20,11 @@ const MIN_CHARS: usize = 3;
 /// Most words of a written name.
 const MAX_WORDS: usize = 6;
 
+/// The search for an unread `name`: the name, then the question it should help answer.
+pub fn query(name: &str, question: &str) -> String {
+    format!("{name}: {question}")
+}
+
 /// The unread names of the passages `shown` (best first): names of the index's documents and
 /// sections the passages mention, then the capitalised names written in them, each once, in
 /// the order met. A name the question already holds, or the title or heading of a passage

@@ -621,7 +621,7 @@ impl<'a> Walking<'a> {
                 .iter()
                 .filter(|name| !sources.contains(&name.as_str()))
                 .take(walk.names)
-                .map(|name| format!("{name}: {}", self.question))
+                .map(|name| names::query(name, self.question))
                 .collect()
         };
         self.facts.extend(cycle_facts);
