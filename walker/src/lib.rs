@@ -19,6 +19,7 @@ pub mod graph;
 pub mod html;
 pub mod jsonl;
 pub mod language;
+mod leads;
 mod linked;
 pub mod links;
 pub mod llm;

@@ -4,6 +4,10 @@
 //! the model always reads one coherent document. When it says it can answer (or opens nothing
 //! new, or the turns run out), the open sections' passages go to the shared answer step.
 //!
+//! Under the outline the model also reads its leads ([`crate::leads`]): the closed sections
+//! holding the question's nearest passages, each with the passage's line nearest the
+//! question; a lead may be opened like any section shown.
+//!
 //! Open sections are kept within a token budget: past it the least recently used close again,
 //! by the strategy, not by asking the model. Made with [`Roam::conversation`], sections stay
 //! open across the questions of a conversation (`walkrag chat --strategy roam`).
@@ -25,6 +29,7 @@ use crate::answer::{Answer, Termination};
 use crate::constrain;
 use crate::event::Event;
 use crate::jsonl::{squash, ObjectReader, Raw};
+use crate::leads::{self, Lead};
 use crate::passages;
 use crate::prompt;
 use crate::run::Run;
@@ -54,6 +59,9 @@ pub struct Roam {
     /// Passages searched for when the outline of all documents is too long, or when no
     /// section was opened.
     pub k: usize,
+    /// The question's nearest passages whose sections are listed as leads under the
+    /// outline while closed; 0: none.
+    pub leads: usize,
     /// Sections open across questions (a conversation); `None` starts every question with
     /// all sections closed.
     pub opened: Option<Arc<Mutex<Opened>>>,
@@ -67,6 +75,7 @@ impl Default for Roam {
             budget_tokens: 1_200,
             max_lines: 150,
             k: 5,
+            leads: 10,
             opened: None,
         }
     }
@@ -421,6 +430,31 @@ impl Roam {
         budget::fit(run, &groups, question, self.budget_tokens)
     }
 
+    /// The sections of the question's nearest passages in `docs`, each by its own heading.
+    fn leads(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        vector: &[f32],
+        docs: &[usize],
+    ) -> Vec<Lead> {
+        if self.leads == 0 {
+            return Vec::new();
+        }
+        let index = run.env.index;
+        let listed = |id: ChunkId| {
+            let place = place_of(index, id.section).filter(|p| docs.contains(&p.doc))?;
+            let section = &index.documents()[place.doc].doc.sections[place.section];
+            let heading = if section.path.is_empty() {
+                "(before the first heading)".to_string()
+            } else {
+                section.title().to_string()
+            };
+            Some((id.section, heading))
+        };
+        leads::search(run, 1, question, vector, self.leads, listed)
+    }
+
     /// Tokens of a section's own text.
     fn tokens_of(&self, run: &Run<'_>, id: SectionId) -> usize {
         let index = run.env.index;
@@ -442,14 +476,25 @@ impl Roam {
         turn: usize,
         question: &str,
         view: &View,
+        leads: &[&Lead],
         feedback: &str,
     ) -> Result<Move, StrategyError> {
         let max = self.max_expand.to_string();
         let system = prompt::render(prompt::ROAM_SYSTEM, &[("max", max.as_str())]);
+        let listed = if leads.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\nClosed sections holding the passages nearest the question, each with one \
+                 line of its passage:\n{}",
+                leads::render(leads.iter().copied())
+            )
+        };
         let user = prompt::render(
             prompt::ROAM_USER,
             &[
                 ("outline", view.text.as_str()),
+                ("leads", listed.as_str()),
                 ("feedback", feedback),
                 ("question", question),
             ],
@@ -463,7 +508,13 @@ impl Roam {
             // open a section first, the 0.5B model opened the wrong ones (section recall@5
             // 0.35 against 0.825 with the question's passages on the same 20 questions;
             // docs/results/llama-cpp-server).
-            let closed: Vec<String> = view.closed.iter().map(ToString::to_string).collect();
+            let mut closed: Vec<String> = view.closed.iter().map(ToString::to_string).collect();
+            for lead in leads {
+                let id = lead.section.to_string();
+                if !closed.contains(&id) {
+                    closed.push(id);
+                }
+            }
             request.constraint = Some(constrain::roam_move(&closed, self.max_expand));
         }
         let completion = run.chat(turn, "navigate", request, false).await?;
@@ -579,6 +630,7 @@ impl Strategy for Roam {
             "budget_tokens": self.budget_tokens,
             "max_lines": self.max_lines,
             "k": self.k,
+            "leads": self.leads,
             "conversation": self.opened.is_some(),
         })
     }
@@ -613,6 +665,7 @@ impl Strategy for Roam {
                 let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
+            let leads = self.leads(&mut run, question, &vector, &docs);
             let mut now: Vec<SectionId> = Vec::new();
             let mut feedback: Vec<String> = Vec::new();
             let mut termination = Termination::MaxCycles;
@@ -624,6 +677,8 @@ impl Strategy for Roam {
                 turns = turn;
                 let (shown, _) = self.passages(&run, &open, &now, &vector);
                 let view = render(env.index, &docs, &open, &shown);
+                let closed_leads: Vec<&Lead> =
+                    leads.iter().filter(|l| !open.contains(l.section)).collect();
                 let said = if feedback.is_empty() {
                     String::new()
                 } else {
@@ -631,7 +686,7 @@ impl Strategy for Roam {
                 };
                 feedback.clear();
                 match self
-                    .navigate(&mut run, turn, question, &view, &said)
+                    .navigate(&mut run, turn, question, &view, &closed_leads, &said)
                     .await?
                 {
                     Move::Answer => {

@@ -103,6 +103,9 @@ pub struct Options {
     /// `walk`: read cycles before the model's verdict may end it (see
     /// [`crate::Walk::min_cycles`]).
     pub min_cycles: Option<usize>,
+    /// `toc`, `roam`: the question's nearest passages whose sections are listed as leads
+    /// (see [`crate::Toc::leads`]).
+    pub leads: Option<usize>,
     /// The model of the answer step (`walk`, `single`, `links`); `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
 }
@@ -188,6 +191,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             if let Some(k) = options.k {
                 toc.k = k;
             }
+            if let Some(leads) = options.leads {
+                toc.leads = leads;
+            }
             Ok(Box::new(toc))
         }
         "roam" => {
@@ -197,6 +203,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             }
             if let Some(max_cycles) = options.max_cycles {
                 roam.max_turns = max_cycles;
+            }
+            if let Some(leads) = options.leads {
+                roam.leads = leads;
             }
             Ok(Box::new(roam))
         }

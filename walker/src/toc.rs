@@ -2,6 +2,10 @@
 //! section id) and picks up to five sections, most useful first; their text, in that order
 //! and within a token budget, is what the answer is written from.
 //!
+//! Under the table of contents the model also reads its leads ([`crate::leads`]): the
+//! sections of the question's nearest passages, each with the passage's line nearest the
+//! question.
+//!
 //! A message that needs no documents (a greeting, thanks) is answered directly; when the
 //! model picks nothing, the answer says nothing was found instead of guessing. When the
 //! headings of every document are too many to show, deeper headings are left out first, then
@@ -18,6 +22,7 @@ use crate::constrain;
 use crate::contents::{needs_contents, ContentsFile};
 use crate::event::Event;
 use crate::jsonl::{ObjectReader, Raw};
+use crate::leads::{self, Lead};
 use crate::prompt;
 use crate::reply::Reply;
 use crate::run::{Answered, Run};
@@ -40,6 +45,9 @@ pub struct Toc {
     /// Passages searched for when the headings of all documents are too many: their
     /// documents' headings are shown.
     pub k: usize,
+    /// The question's nearest passages whose sections are listed as leads under the table
+    /// of contents; 0: none.
+    pub leads: usize,
 }
 
 impl Default for Toc {
@@ -49,6 +57,7 @@ impl Default for Toc {
             budget_tokens: 1_000,
             max_entries: 150,
             k: 5,
+            leads: 10,
         }
     }
 }
@@ -263,13 +272,27 @@ impl Toc {
         run: &mut Run<'_>,
         question: &str,
         toc: &[Entry],
+        leads: &[Lead],
     ) -> Result<Pick, StrategyError> {
         let contents = render(run.env.index.documents(), toc);
+        let leads = if leads.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\nThe passages nearest the question, each after the id of the section that \
+                 holds it:\n{}",
+                leads::render(leads)
+            )
+        };
         let max = self.max_sections.to_string();
         let system = prompt::render(prompt::TOC_SYSTEM, &[("max", max.as_str())]);
         let user = prompt::render(
             prompt::TOC_USER,
-            &[("toc", contents.as_str()), ("question", question)],
+            &[
+                ("toc", contents.as_str()),
+                ("leads", leads.as_str()),
+                ("question", question),
+            ],
         );
         let ids: Vec<String> = toc.iter().map(|e| e.id.to_string()).collect();
         let request = ChatRequest {
@@ -322,6 +345,27 @@ impl Toc {
     }
 }
 
+impl Toc {
+    /// The sections of the question's nearest passages, each as the deepest entry of `toc`
+    /// that holds the passage (a passage under no entry is passed over).
+    fn leads(&self, run: &mut Run<'_>, question: &str, vector: &[f32], toc: &[Entry]) -> Vec<Lead> {
+        if self.leads == 0 {
+            return Vec::new();
+        }
+        let index = run.env.index;
+        let all = index.documents();
+        let held: Vec<Vec<ChunkId>> = toc.iter().map(|e| e.chunks(&all[e.doc])).collect();
+        let listed = |id: ChunkId| {
+            toc.iter()
+                .zip(&held)
+                .filter(|(_, chunks)| chunks.contains(&id))
+                .max_by_key(|(e, _)| e.depth)
+                .map(|(e, _)| (e.id, e.heading.clone()))
+        };
+        leads::search(run, 1, question, vector, self.leads, listed)
+    }
+}
+
 impl Strategy for Toc {
     fn name(&self) -> &'static str {
         "toc"
@@ -333,6 +377,7 @@ impl Strategy for Toc {
             "budget_tokens": self.budget_tokens,
             "max_entries": self.max_entries,
             "k": self.k,
+            "leads": self.leads,
         })
     }
 
@@ -358,7 +403,8 @@ impl Strategy for Toc {
                 let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
-            let ids = match self.pick(&mut run, question, &toc).await? {
+            let leads = self.leads(&mut run, question, &question_vector, &toc);
+            let ids = match self.pick(&mut run, question, &toc, &leads).await? {
                 Pick::Reply(reply) => {
                     run.note(
                         1,

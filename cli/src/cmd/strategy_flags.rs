@@ -47,6 +47,11 @@ pub struct StrategyFlags {
     /// (with --constrain-read, every read before the Nth must name where to look next).
     #[arg(long, value_name = "N")]
     pub min_cycles: Option<usize>,
+    /// toc, roam: beside the table of contents or outline, list the sections of the
+    /// question's N nearest passages, each with the line of its passage nearest the
+    /// question, for the model to pick from (0: headings only) [default: 10].
+    #[arg(long, value_name = "N")]
+    pub leads: Option<usize>,
 }
 
 impl StrategyFlags {
@@ -73,6 +78,9 @@ impl StrategyFlags {
         if self.next_sources != "written" && !runs("walk") {
             bail!("--next-sources works with the walk strategy");
         }
+        if self.leads.is_some() && !runs("toc") && !runs("roam") {
+            bail!("--leads works with the toc and roam strategies (their picks list the leads)");
+        }
         Ok(())
     }
 
@@ -95,6 +103,7 @@ impl StrategyFlags {
             next_sources: super::next_sources(&self.next_sources),
             names: self.names,
             min_cycles: self.min_cycles,
+            leads: self.leads,
             ..Options::default()
         })
     }

@@ -72,7 +72,21 @@ fn several_sections_open_at_once_and_their_text_appears_in_place() {
         first.contains(&format!("[{vessels_id}] Vessels (closed)")),
         "{first}"
     );
-    assert!(!first.contains("nine vessels"));
+    // Under the outline, the leads: closed sections holding the question's nearest
+    // passages, each with a line of it.
+    let (outline, leads) = first
+        .split_once("each with one line of its passage:\n")
+        .expect("leads listed");
+    assert!(!outline.contains("nine vessels"));
+    assert!(
+        leads.starts_with(&format!(
+            "[{vessels_id}] Vessels: The cooperative operates nine vessels"
+        )),
+        "{leads}"
+    );
+    // Open, a section is no longer a lead.
+    let second_leads = prompt(&model, 1);
+    assert!(!second_leads.contains(&format!("[{vessels_id}] Vessels: ")));
     // Second turn: both opened sections show their text where their stubs were.
     let second = prompt(&model, 1);
     assert!(second.contains(&format!(
@@ -104,12 +118,19 @@ fn several_sections_open_at_once_and_their_text_appears_in_place() {
     expect_file!["snapshots/roam_prompt.txt"].assert_eq(&snapshot);
     drop(requests);
 
-    // The opening is a retrieval in the trace and the event stream.
-    let opened = answer.trace.steps.iter().find_map(|s| match s {
-        Step::Retrieve(r) => Some(r),
-        _ => None,
-    });
-    let opened = opened.expect("the expansion is recorded");
+    // The leads' search, then the opening: retrievals in the trace and the event stream.
+    let searches: Vec<_> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(searches.len(), 2);
+    assert_eq!(searches[0].query, QUESTION);
+    let opened = searches[1];
     assert_eq!(opened.hits.len(), 2);
     assert!(opened.query.starts_with("expand_sections "));
     assert!(events
@@ -262,4 +283,45 @@ fn not_found_names_the_sections_read_and_nothing_opened_falls_back_to_search() {
         Step::Note { message, .. } if message.contains("no section was opened")
     )));
     assert!(!answer.ranked.is_empty());
+}
+
+#[test]
+fn a_lead_deeper_than_the_outline_shows_may_be_opened() {
+    let t = walkrag_walker::testing::markdown_index(&[(
+        "guide.md",
+        "# Guide\n\n## Setup\n\nInstall it first.\n\n### Options\n\nThere are options.\n\n\
+         #### Ports\n\nThe server listens on port 8080 by default.\n\n## Usage\n\nRun it.\n",
+    )]);
+    let (ports_id, ports) = section_of(&t.index, "Ports");
+    let ports = ports.unwrap();
+    let question = "Which port does the server listen on by default?";
+    let model = ScriptedChatModel::new(vec![
+        expand(&[ports_id.to_string()]),
+        done(),
+        Turn::Reply(format!("Answer: 8080 [{ports}]")),
+    ]);
+    let answer = ask(&Roam::default(), &t, &model, question);
+    assert_eq!(answer.answer, "8080");
+    assert_eq!(answer.ranked, [ports]);
+    let first = prompt(&model, 0);
+    let (outline, leads) = first
+        .split_once("each with one line of its passage:\n")
+        .expect("leads listed");
+    // Ports sits below what the outline shows; as a lead it is listed, and may be opened.
+    assert!(!outline.contains(&ports_id.to_string()), "{outline}");
+    assert!(
+        leads.contains(&format!(
+            "[{ports_id}] Ports: The server listens on port 8080 by default"
+        )),
+        "{first}"
+    );
+    let requests = model.requests.lock().unwrap();
+    let Some(Constraint::JsonSchema(schema)) = &requests[0].constraint else {
+        panic!("a JSON Schema: {:?}", requests[0].constraint);
+    };
+    let ids = &schema["anyOf"][0]["properties"]["ids"]["items"]["enum"];
+    assert!(ids
+        .as_array()
+        .unwrap()
+        .contains(&ports_id.to_string().into()));
 }

@@ -60,11 +60,30 @@ fn the_picked_sections_are_read_in_the_order_picked() {
             "{heading} listed"
         );
     }
-    assert!(!answer
+    // The headings fit, so the one search is the leads': the sections of the question's
+    // nearest passages, each with its passage's line that shares most with the question.
+    let searches: Vec<_> = answer
         .trace
         .steps
         .iter()
-        .any(|s| matches!(s, Step::Retrieve(_))));
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(searches.len(), 1);
+    assert_eq!(searches[0].k, Toc::default().leads);
+    let (vessels_section, _) = section_of(&t.index, "Vessels");
+    let leads = toc
+        .split_once("each after the id of the section that holds it:\n")
+        .expect("leads listed")
+        .1;
+    assert!(
+        leads.starts_with(&format!(
+            "[{vessels_section}] Vessels: The cooperative operates nine vessels"
+        )),
+        "{leads}"
+    );
     // Section ids hash the document's path, a temporary directory here: redacted.
     let prompt = redact_section_ids(&t.index, &render_request(&requests[0]));
     expect_file!["snapshots/toc_prompt.txt"].assert_eq(&prompt);
@@ -75,6 +94,41 @@ fn the_picked_sections_are_read_in_the_order_picked() {
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::Note { message } if message.contains("sections picked"))));
+}
+
+#[test]
+fn a_lead_may_be_picked_and_without_leads_nothing_is_searched() {
+    let t = report();
+    let (vessels_section, vessels) = section_of(&t.index, "Vessels");
+    let vessels = vessels.unwrap();
+    let question = "How many vessels does the cooperative operate?";
+    let model = ScriptedChatModel::new(vec![
+        Turn::Reply(format!("{{\"sections\": [\"{vessels_section}\"]}}")),
+        Turn::Reply(format!("Answer: nine [{vessels}]")),
+    ]);
+    let answer = ask(&Toc::default(), &t, &model, question);
+    assert_eq!(answer.ranked, [vessels]);
+    // The pick is held to the table's ids, where every lead's section is listed.
+    let requests = model.requests.lock().unwrap();
+    let Some(Constraint::JsonSchema(schema)) = &requests[0].constraint else {
+        panic!("a JSON Schema: {:?}", requests[0].constraint);
+    };
+    assert!(schema.to_string().contains(&vessels_section.to_string()));
+    drop(requests);
+
+    let model = ScriptedChatModel::new(vec![Turn::Reply("{\"sections\": []}".into())]);
+    let toc = Toc {
+        leads: 0,
+        ..Toc::default()
+    };
+    let answer = ask(&toc, &t, &model, question);
+    assert!(!answer
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Retrieve(_))));
+    let prompt = &model.requests.lock().unwrap()[0];
+    assert!(!prompt.messages.last().unwrap().content.contains("nearest"));
 }
 
 #[test]
