@@ -156,15 +156,18 @@ pub fn escape_regex(text: &str) -> String {
     out
 }
 
-/// toc's pick: up to `max` of the listed section ids, or an empty pick, or a direct reply
-/// to a message that needs no documents.
-pub fn toc_pick(ids: &[String], max: usize) -> Constraint {
+/// toc's pick: `count` of the listed section ids (as many as there are, where fewer), or an
+/// empty pick, or a direct reply to a message that needs no documents. (A JSON Schema cannot
+/// keep the ids distinct here: llguidance does not enforce `uniqueItems`.)
+pub fn toc_pick(ids: &[String], count: usize) -> Constraint {
+    let count = count.min(ids.len());
     Constraint::JsonSchema(json!({
         "anyOf": [
             object(&[(
                 "sections",
-                json!({"type": "array", "items": {"enum": ids}, "maxItems": max}),
+                json!({"type": "array", "items": {"enum": ids}, "minItems": count, "maxItems": count}),
             )]),
+            object(&[("sections", json!({"type": "array", "maxItems": 0}))]),
             object(&[("reply", text(300))]),
         ]
     }))
@@ -355,6 +358,9 @@ fact: "#
             json!(["0a1b2c3d"])
         );
         assert_eq!(schema["anyOf"][0]["required"], json!(["sections"]));
+        // As many ids as asked for, where there are that many; or none.
+        assert_eq!(schema["anyOf"][0]["properties"]["sections"]["minItems"], 1);
+        assert_eq!(schema["anyOf"][1]["properties"]["sections"]["maxItems"], 0);
         let Constraint::JsonSchema(schema) = roam_move(&[], 3) else {
             panic!("a JSON Schema");
         };

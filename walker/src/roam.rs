@@ -504,10 +504,11 @@ impl Roam {
         if tools {
             request.tools = tool_defs();
         } else {
-            // Only ids shown closed can be opened. Answering first stays allowed: held to
-            // open a section first, the 0.5B model opened the wrong ones (section recall@5
-            // 0.35 against 0.825 with the question's passages on the same 20 questions;
-            // docs/results/llama-cpp-server).
+            // Only ids shown closed (or leads) can be opened. Answering first stays allowed:
+            // held to open a section first, the 0.5B model opened the wrong ones (section
+            // recall@5 0.35 against 0.825 with the question's passages on the same 20
+            // questions, docs/results/llama-cpp-server; with leads, held to open five at
+            // first, 0.667 against 0.767 on the first 15, docs/results/leads).
             let mut closed: Vec<String> = view.closed.iter().map(ToString::to_string).collect();
             for lead in leads {
                 let id = lead.section.to_string();

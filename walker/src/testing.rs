@@ -394,21 +394,31 @@ pub fn render_request(request: &ChatRequest) -> String {
         .collect()
 }
 
-/// Every search of `answer`'s trace: its origin, its query and the chunks it returned.
-pub fn retrievals(
-    answer: &crate::Answer,
-) -> Vec<(crate::Origin, String, Vec<walkrag_engine::ChunkId>)> {
+/// Every search of `answer`'s trace, in order.
+pub fn searches(answer: &crate::Answer) -> Vec<&crate::Retrieval> {
     answer
         .trace
         .steps
         .iter()
         .filter_map(|s| match s {
-            crate::Step::Retrieve(r) => Some((
+            crate::Step::Retrieve(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every search of `answer`'s trace: its origin, its query and the chunks it returned.
+pub fn retrievals(
+    answer: &crate::Answer,
+) -> Vec<(crate::Origin, String, Vec<walkrag_engine::ChunkId>)> {
+    searches(answer)
+        .into_iter()
+        .map(|r| {
+            (
                 r.origin,
                 r.query.clone(),
                 r.hits.iter().map(|h| h.chunk_id).collect(),
-            )),
-            _ => None,
+            )
         })
         .collect()
 }

@@ -92,15 +92,7 @@ fn a_follow_up_question_starts_from_the_facts_of_an_earlier_one() {
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::Fact(f) if f.remembered)));
-    let retrieved: Vec<_> = second
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let retrieved = walkrag_walker::testing::searches(&second);
     // The remembered chunk is recorded as memory's find; the question's search passes it over.
     assert_eq!(retrieved[0].origin, Origin::Memory);
     assert_eq!(retrieved[0].hits[0].chunk_id, d1);

@@ -119,15 +119,7 @@ fn several_sections_open_at_once_and_their_text_appears_in_place() {
     drop(requests);
 
     // The leads' search, then the opening: retrievals in the trace and the event stream.
-    let searches: Vec<_> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let searches = walkrag_walker::testing::searches(&answer);
     assert_eq!(searches.len(), 2);
     assert_eq!(searches[0].query, QUESTION);
     let opened = searches[1];

@@ -62,15 +62,7 @@ fn the_picked_sections_are_read_in_the_order_picked() {
     }
     // The headings fit, so the one search is the leads': the sections of the question's
     // nearest passages, each with its passage's line that shares most with the question.
-    let searches: Vec<_> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let searches = walkrag_walker::testing::searches(&answer);
     assert_eq!(searches.len(), 1);
     assert_eq!(searches[0].k, Toc::default().leads);
     let (vessels_section, _) = section_of(&t.index, "Vessels");
@@ -108,12 +100,24 @@ fn a_lead_may_be_picked_and_without_leads_nothing_is_searched() {
     ]);
     let answer = ask(&Toc::default(), &t, &model, question);
     assert_eq!(answer.ranked, [vessels]);
-    // The pick is held to the table's ids, where every lead's section is listed.
+    // The pick is held to the table's ids, where every lead's section is listed: five of
+    // them (a ranking, like single's), or none.
     let requests = model.requests.lock().unwrap();
     let Some(Constraint::JsonSchema(schema)) = &requests[0].constraint else {
         panic!("a JSON Schema: {:?}", requests[0].constraint);
     };
-    assert!(schema.to_string().contains(&vessels_section.to_string()));
+    let pick = &schema["anyOf"][0]["properties"]["sections"];
+    assert!(pick["items"]["enum"]
+        .as_array()
+        .unwrap()
+        .contains(&vessels_section.to_string().into()));
+    assert_eq!(
+        (&pick["minItems"], &pick["maxItems"]),
+        (&5.into(), &5.into())
+    );
+    assert_eq!(schema["anyOf"][1]["properties"]["sections"]["maxItems"], 0);
+    let system = &requests[0].messages[0].content;
+    assert!(system.contains("with 5 section ids"), "{system}");
     drop(requests);
 
     let model = ScriptedChatModel::new(vec![Turn::Reply("{\"sections\": []}".into())]);
