@@ -53,7 +53,7 @@ pub use strategy::{
     by_name, AnswerModel, BoxFuture, Env, Options, SearchParams, Strategy, StrategyError,
     UnknownStrategy, AVAILABLE, STRATEGY_NAMES,
 };
-pub use toc::Toc;
+pub use toc::{SectionChooser, Toc};
 pub use trace::{
     ActionStep, Descriptor, Fact, LlmCall, Origin, Retrieval, RetrievedChunk, ScoreCall, Step,
     Trace,

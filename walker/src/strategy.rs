@@ -75,10 +75,12 @@ impl StrategyError {
 }
 
 /// Every strategy name the CLI contract knows, in the order `--help` lists them.
-pub const STRATEGY_NAMES: [&str; 7] = ["walk", "single", "links", "roam", "toc", "docs", "actions"];
+pub const STRATEGY_NAMES: [&str; 8] = [
+    "walk", "single", "links", "roam", "toc", "sections", "docs", "actions",
+];
 
 /// The strategies this build can run (`actions` needs an API: see [`by_name`]).
-pub const AVAILABLE: [&str; 7] = STRATEGY_NAMES;
+pub const AVAILABLE: [&str; 8] = STRATEGY_NAMES;
 
 /// Settings a user may give any strategy; `None` keeps the strategy's default.
 #[derive(Clone, Default)]
@@ -103,8 +105,8 @@ pub struct Options {
     /// `walk`: read cycles before the model's verdict may end it (see
     /// [`crate::Walk::min_cycles`]).
     pub min_cycles: Option<usize>,
-    /// `toc`, `roam`: the question's nearest passages whose sections are listed as leads
-    /// (see [`crate::Toc::leads`]).
+    /// `toc`, `sections`, `roam`: the question's nearest passages whose sections are listed
+    /// as leads (see [`crate::Toc::leads`]).
     pub leads: Option<usize>,
     /// The model of the answer step (`walk`, `single`, `links`); `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
@@ -186,8 +188,15 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             walk.answer_model = options.answer_model.clone();
             Ok(Box::new(walk))
         }
-        "toc" => {
-            let mut toc = crate::Toc::default();
+        "toc" | "sections" => {
+            let mut toc = crate::Toc {
+                chooser: if name == "toc" {
+                    crate::SectionChooser::Model
+                } else {
+                    crate::SectionChooser::Search
+                },
+                ..crate::Toc::default()
+            };
             if let Some(k) = options.k {
                 toc.k = k;
             }

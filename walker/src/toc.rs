@@ -6,6 +6,10 @@
 //! sections of the question's nearest passages, each with the passage's line nearest the
 //! question.
 //!
+//! `sections` is toc without the model's pick: it reads the leads' first five sections in
+//! the search's order, with the same budget and answer step. It is the baseline a pick must
+//! beat.
+//!
 //! A message that needs no documents (a greeting, thanks) is answered directly; when the
 //! model picks nothing, the answer says nothing was found instead of guessing. When the
 //! headings of every document are too many to show, deeper headings are left out first, then
@@ -51,6 +55,20 @@ pub struct Toc {
     /// The question's nearest passages whose sections are listed as leads under the table
     /// of contents; 0: none.
     pub leads: usize,
+    /// Who picks the sections: the model (`toc`) or the search's order (`sections`).
+    pub chooser: SectionChooser,
+}
+
+/// Who picks the sections that toc reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SectionChooser {
+    /// The model, from the table of contents and its leads: the `toc` strategy.
+    #[default]
+    Model,
+    /// The search: the leads' first sections in the search's order, with no model call
+    /// before the answer. The `sections` strategy, toc's baseline: a model's pick that
+    /// does not beat it is not earning its call.
+    Search,
 }
 
 impl Default for Toc {
@@ -61,6 +79,7 @@ impl Default for Toc {
             max_entries: 150,
             k: 5,
             leads: 10,
+            chooser: SectionChooser::Model,
         }
     }
 }
@@ -371,7 +390,10 @@ impl Toc {
 
 impl Strategy for Toc {
     fn name(&self) -> &'static str {
-        "toc"
+        match self.chooser {
+            SectionChooser::Model => "toc",
+            SectionChooser::Search => "sections",
+        }
     }
 
     fn config(&self) -> serde_json::Value {
@@ -381,6 +403,10 @@ impl Strategy for Toc {
             "max_entries": self.max_entries,
             "k": self.k,
             "leads": self.leads,
+            "chooser": match self.chooser {
+                SectionChooser::Model => "model",
+                SectionChooser::Search => "search",
+            },
         })
     }
 
@@ -407,7 +433,17 @@ impl Strategy for Toc {
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
             let leads = self.leads(&mut run, question, &question_vector, &toc);
-            let ids = match self.pick(&mut run, question, &toc, &leads).await? {
+            let pick = match self.chooser {
+                SectionChooser::Model => self.pick(&mut run, question, &toc, &leads).await?,
+                SectionChooser::Search => Pick::Sections(
+                    leads
+                        .iter()
+                        .map(|lead| lead.section)
+                        .take(self.max_sections)
+                        .collect(),
+                ),
+            };
+            let ids = match pick {
                 Pick::Reply(reply) => {
                     run.note(
                         1,

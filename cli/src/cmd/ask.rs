@@ -43,12 +43,16 @@ use walkrag_walker::{
 ///           refused); --dry-run sends nothing. Credentials come from --header,
 ///           --credential NAME=VALUE and WALKRAG_AUTH_<SCHEME> variables and never reach
 ///           the model.
-///   toc     the model reads the table of contents (every heading with its section id) and
-///           picks up to 5 sections, most useful first; their text, in that order and
-///           within 1,000 tokens, is what it answers from. A greeting or thanks is
-///           answered without the documents; a pick of nothing answers "not found". When
-///           the headings are too many (over 150), deeper levels are left out, then only
+///   toc     the model reads the table of contents (every heading with its section id),
+///           under it the sections of the question's 10 nearest passages (--leads), and
+///           picks 5 sections, most useful first; their text, in that order and within
+///           1,000 tokens, is what it answers from. A greeting or thanks is answered
+///           without the documents; a pick of nothing answers "not found". When the
+///           headings are too many (over 150), deeper levels are left out, then only
 ///           the documents of the question's best k passages are shown.
+///   sections toc without the model's pick: the first 5 sections of the question's
+///           nearest passages, in the search's order, read and answered from as toc
+///           does; the baseline toc must beat.
 ///   roam    the model reads the documents as an outline (the top sections with the
 ///           start of their text, deeper ones closed, each after its section id) and
 ///           opens up to 5 sections at once; their text appears in place, and it opens
@@ -82,7 +86,7 @@ pub struct Args {
     index: PathBuf,
     #[command(flatten)]
     store: super::query::StoreArg,
-    /// Retrieval strategy: walk, single, links, roam, toc, docs, actions.
+    /// Retrieval strategy: walk, single, links, roam, toc, sections, docs, actions.
     #[arg(long, default_value = "walk")]
     strategy: String,
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.

@@ -49,7 +49,8 @@ pub struct StrategyFlags {
     pub min_cycles: Option<usize>,
     /// toc, roam: beside the table of contents or outline, list the sections of the
     /// question's N nearest passages, each with the line of its passage nearest the
-    /// question, for the model to pick from (0: headings only) [default: 10].
+    /// question, for the model to pick from (0: headings only); sections: the passages
+    /// whose sections it reads, the first five, in the search's order [default: 10].
     #[arg(long, value_name = "N")]
     pub leads: Option<usize>,
 }
@@ -78,8 +79,13 @@ impl StrategyFlags {
         if self.next_sources != "written" && !runs("walk") {
             bail!("--next-sources works with the walk strategy");
         }
-        if self.leads.is_some() && !runs("toc") && !runs("roam") {
-            bail!("--leads works with the toc and roam strategies (their picks list the leads)");
+        if self.leads.is_some() && !["toc", "sections", "roam"].into_iter().any(&runs) {
+            bail!(
+                "--leads works with the toc, sections and roam strategies (their picks list the leads)"
+            );
+        }
+        if self.leads == Some(0) && runs("sections") {
+            bail!("--leads 0 leaves the sections strategy nothing to read: it reads the leads");
         }
         Ok(())
     }

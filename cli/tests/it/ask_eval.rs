@@ -170,12 +170,33 @@ fn ask_streams_events_and_writes_the_trace() {
         stderr(&out)
     );
 
+    // sections reads the leads: it needs some.
+    let out = walkrag(
+        dir,
+        &[
+            "ask",
+            "x",
+            "--strategy",
+            "sections",
+            "--leads",
+            "0",
+            "--model",
+            MODEL,
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--leads 0 leaves the sections strategy nothing to read"),
+        "{}",
+        stderr(&out)
+    );
+
     // An unknown strategy is refused with the list of those there are.
     let out = walkrag(dir, &["ask", "x", "--strategy", "bogus", "--model", MODEL]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains(
-            "no strategy is called \"bogus\"; available: walk, single, links, roam, toc, docs, actions"
+            "no strategy is called \"bogus\"; available: walk, single, links, roam, toc, sections, docs, actions"
         ),
         "{}",
         stderr(&out)

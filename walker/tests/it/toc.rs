@@ -6,7 +6,7 @@ use walkrag_walker::testing::{
     block_on, collect, env, markdown_index, redact_section_ids, render_request,
     report_index as report, section_of, ScriptedChatModel, TestIndex, Turn, REPORT,
 };
-use walkrag_walker::{Answer, Event, Step, Strategy, Termination, Toc};
+use walkrag_walker::{Answer, Event, SectionChooser, Step, Strategy, Termination, Toc};
 
 /// Runs `toc` on `question`, dropping the events.
 fn ask(toc: &Toc, t: &TestIndex, model: &ScriptedChatModel, question: &str) -> Answer {
@@ -133,6 +133,46 @@ fn a_lead_may_be_picked_and_without_leads_nothing_is_searched() {
         .any(|s| matches!(s, Step::Retrieve(_))));
     let prompt = &model.requests.lock().unwrap()[0];
     assert!(!prompt.messages.last().unwrap().content.contains("nearest"));
+}
+
+#[test]
+fn sections_reads_the_leads_in_the_search_order_without_a_pick() {
+    let t = report();
+    let vessels = section_of(&t.index, "Vessels").1.unwrap();
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!("Answer: nine [{vessels}]"))]);
+    let sections = Toc {
+        chooser: SectionChooser::Search,
+        ..Toc::default()
+    };
+    assert_eq!(sections.name(), "sections");
+    let answer = ask(
+        &sections,
+        &t,
+        &model,
+        "How many vessels does the cooperative operate?",
+    );
+    assert_eq!(answer.answer, "nine");
+    // One model call, the answer's, after the search whose sections are read.
+    assert_eq!(model.requests.lock().unwrap().len(), 1);
+    let searches = walkrag_walker::testing::searches(&answer);
+    let mut leads = Vec::new();
+    for hit in &searches[0].hits {
+        if !leads.contains(&hit.chunk_id.section) {
+            leads.push(hit.chunk_id.section);
+        }
+    }
+    leads.truncate(5);
+    let picked = answer.trace.steps.iter().find_map(|s| match s {
+        Step::Note { message, .. } => message.strip_prefix("sections picked: "),
+        _ => None,
+    });
+    let picked: Vec<String> = picked
+        .expect("a note of the sections read")
+        .split("; ")
+        .map(|p| p.split(' ').next().unwrap().to_string())
+        .collect();
+    let leads: Vec<String> = leads.iter().map(ToString::to_string).collect();
+    assert_eq!(picked, leads);
 }
 
 #[test]
