@@ -306,8 +306,9 @@ impl Toc {
                 leads::render(leads)
             )
         };
-        let max = self.max_sections.min(toc.len()).to_string();
-        let system = prompt::render(prompt::TOC_SYSTEM, &[("max", max.as_str())]);
+        // The count the prompt asks for is the one the schema holds the pick to.
+        let count = self.max_sections.min(toc.len());
+        let system = prompt::render(prompt::TOC_SYSTEM, &[("max", count.to_string().as_str())]);
         let user = prompt::render(
             prompt::TOC_USER,
             &[
@@ -318,7 +319,7 @@ impl Toc {
         );
         let ids: Vec<String> = toc.iter().map(|e| e.id.to_string()).collect();
         let request = ChatRequest {
-            constraint: Some(constrain::toc_pick(&ids, self.max_sections)),
+            constraint: Some(constrain::toc_pick(&ids, count)),
             ..prompt::request(&system, user, PICK_MAX_TOKENS)
         };
         let completion = run.chat(1, "pick", request, false).await?;
