@@ -42,7 +42,7 @@ pub const EXPECTED_INFO_CHARS: usize = 100;
 /// at least one fact: nothing found cannot suffice), or 1 to `max_searches` search objects
 /// (`nextSource`, `expectedInfo`) and `{"sufficient": false}`: a reply that does not end the
 /// walk always says where to look next. A `nextSource` is never one of `not_next` (the titles
-/// of what was read: searching them finds nothing new) nor holds a chunk id.
+/// of what was read: searching them finds nothing new) nor starts with a chunk id.
 ///
 /// Every line is written out in Lark, strings without quotes or backslashes in them, so that
 /// a lexeme can say what a next source may not be (`%json` cannot).
@@ -53,8 +53,11 @@ pub fn read_step(
     may_suffice: bool,
     not_next: &[String],
 ) -> Constraint {
-    // Our chunk ids (8 hex digits, a dot, a number) anywhere, and the read titles whole.
-    let mut excluded = vec![r"(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)".to_string()];
+    // A next source that starts as one of our chunk ids (8 hex digits, a dot, a number), and
+    // the read titles whole. Not an id anywhere in it: the complement of a pattern that may
+    // start at every character ran llguidance out of lexer fuel once the model had typed an
+    // id's dot, and the call failed.
+    let mut excluded = vec![r"[0-9a-f]{8}\.[0-9]+(?s:.*)".to_string()];
     excluded.extend(
         not_next
             .iter()
@@ -282,7 +285,7 @@ not_yet: "{\"sufficient\": false}"
 SOURCE: "3fa9c2d1.0" | "77b1e4d0.2"
 FACT: /[^"\\\x00-\x1f]{1,160}/
 RELEVANCE: /[^"\\\x00-\x1f]{1,80}/
-NEXT: /[^"\\\x00-\x1f]{1,60}/ & ~/(?:(?s:.*)[0-9a-f]{8}\.[0-9]+(?s:.*)|Velmora \(town\)|A\/B)/
+NEXT: /[^"\\\x00-\x1f]{1,60}/ & ~/(?:[0-9a-f]{8}\.[0-9]+(?s:.*)|Velmora \(town\)|A\/B)/
 INFO: /[^"\\\x00-\x1f]{1,100}/
 "#
         );

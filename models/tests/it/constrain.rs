@@ -406,6 +406,73 @@ fn the_read_step_grammar_leaves_every_line_kind_open() {
     }
 }
 
+/// A next source that the model starts as a chunk id is refused at the id's first digit, and
+/// the masks on the way stay cheap: an exclusion of ids anywhere in the string once ran out
+/// of lexer fuel at that point (HotpotQA hpq002 and hpq006, `b02e1443.` after four facts),
+/// and the error ended the walk.
+#[test]
+fn a_next_source_begun_as_a_chunk_id_is_refused_without_running_out_of_fuel() {
+    let shown: Vec<String> = [
+        "6a38dd1c.0",
+        "b02e1443.0",
+        "b02e1443.1",
+        "5e24d7d6.0",
+        "113ac870.0",
+    ]
+    .map(String::from)
+    .to_vec();
+    let read: Vec<String> = [
+        "Haymo of Faversham",
+        "Bible translations into Tibetan",
+        "Harry Potter in translation",
+        "Amri language",
+        "Recovery of Aristotle",
+    ]
+    .map(String::from)
+    .to_vec();
+    let constraint = walkrag_walker::constrain::read_step(&shown, 5, 3, false, &read);
+    let fact = |lang: &str, source: &str| {
+        format!(
+            "{{\"fact\": \"Haymo of Faversham translated into {lang} during the era of Haymo of \
+             Faversham.\", \"relevance\": \"It helped answer the question\", \"source\": \"{source}\"}}\n"
+        )
+    };
+    let text = [
+        fact("Latin", "6a38dd1c.0"),
+        fact("Portuguese", "b02e1443.0"),
+        fact("Romanian", "b02e1443.1"),
+        fact("Russian", "b02e1443.1"),
+    ]
+    .concat();
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let mut matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
+        let prefix = tokenizer
+            .encode(&format!("{text}{{\"nextSource\": \"b02e1443"))
+            .unwrap();
+        matcher
+            .consume_tokens(&prefix)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let dot = tokenizer.encode(".").unwrap();
+        matcher
+            .consume_tokens(&dot)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mask = matcher
+            .compute_mask()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for digit in ["0", "1"] {
+            let id = tokenizer.encode(digit).unwrap()[0];
+            assert!(!mask.is_allowed(id), "{name}: a chunk id as next source");
+        }
+        let other = tokenizer.encode("x").unwrap()[0];
+        assert!(
+            mask.is_allowed(other),
+            "{name}: the name may go on otherwise"
+        );
+    }
+}
+
 /// Offered names, the read step's next source is one of them, whole, in both vocabularies:
 /// names with quotes, apostrophes and non-ASCII letters included.
 #[test]
