@@ -28,6 +28,9 @@ pub enum Termination {
     TimeBudget,
     /// The user (or the library caller) stopped the walk.
     Stopped,
+    /// `walk`: a model call failed for good in a cycle (not a transient failure); the walk
+    /// answered from what it had read before.
+    ModelFailed,
     /// The index returned nothing for the question (or `toc`: the model picked no section).
     NothingRetrieved,
     /// `toc`: the message needed no documents (a greeting, thanks) and was answered directly.
@@ -51,6 +54,7 @@ impl Termination {
             Termination::TokenBudget => "token_budget",
             Termination::TimeBudget => "time_budget",
             Termination::Stopped => "stopped",
+            Termination::ModelFailed => "model_failed",
             Termination::NothingRetrieved => "nothing_retrieved",
             Termination::NoRetrieval => "no_retrieval",
             Termination::Responded => "responded",

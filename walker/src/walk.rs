@@ -205,8 +205,25 @@ impl Walk {
             Termination::NothingRetrieved
         } else {
             loop {
-                if let ControlFlow::Break(reason) = walking.step().await? {
-                    break reason;
+                match walking.step().await {
+                    Ok(ControlFlow::Break(reason)) => break reason,
+                    Ok(ControlFlow::Continue(())) => {}
+                    // A model call that fails for good (a grammar the decoder ran out of
+                    // room for, a prompt past the context) loses its cycle, not what the walk
+                    // read before: it answers from that, and the trace says why. A transient
+                    // failure still fails the question, for the caller to retry.
+                    Err(StrategyError::Chat(e)) if !e.is_transient() => {
+                        let cycle = walking.cycle;
+                        walking.run.note(
+                            cycle,
+                            format!(
+                                "the model failed in cycle {cycle} ({e}): answering from what \
+                                 was read"
+                            ),
+                        );
+                        break Termination::ModelFailed;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         };

@@ -2,6 +2,7 @@
 //! malformed output, and a model that never stops asking.
 
 use expect_test::expect_file;
+use walkrag_core::ChatError;
 use walkrag_engine::ChunkId;
 use walkrag_walker::graph::{EdgeKind, Graph, NodeKind};
 use walkrag_walker::testing::{
@@ -391,6 +392,45 @@ fn a_stopped_walk_answers_from_what_it_has() {
         read.completion.len() < asks.len(),
         "generation was cancelled"
     );
+}
+
+/// A read whose model call fails for good loses its cycle, not the walk: the walk answers from
+/// the passages it had read, and the trace says why. A transient failure still fails the
+/// question (a caller may retry it).
+#[test]
+fn a_read_that_fails_for_good_ends_the_walk_with_an_answer_from_what_was_read() {
+    let t = test_index();
+    let d1 = chunk_of(&t.index, "d1");
+    let asks = format!(
+        "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n\
+         {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where she was born\"}}\n{{\"sufficient\": false}}"
+    );
+    let broken = || ChatError::Permanent("constrained decoding failed: lexer error".into());
+    let (answer, _, model) = run(
+        &walk(4),
+        vec![
+            reply(asks.clone()),
+            Turn::Fail(broken()),
+            reply(format!("Answer: Ilsa Brandt\nSources: [{d1}]")),
+        ],
+    );
+    assert_eq!(answer.termination, Termination::ModelFailed);
+    assert_eq!(answer.answer, "Ilsa Brandt");
+    assert!(answer.ranked.contains(&d1), "what was read is ranked");
+    assert_eq!(model.requests.lock().unwrap().len(), 3);
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("the model failed in cycle 2")
+    )));
+
+    let transient = ChatError::Transient {
+        message: "overloaded".into(),
+        retry_after: None,
+    };
+    let model = ScriptedChatModel::new(vec![reply(asks), Turn::Fail(transient)]);
+    let mut events = Vec::new();
+    let failed = block_on(walk(4).run(QUESTION, env(&t.index, &model), &mut collect(&mut events)));
+    assert!(failed.is_err_and(|e| e.is_transient()));
 }
 
 #[test]
