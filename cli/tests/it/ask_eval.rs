@@ -2,6 +2,8 @@
 //! (greedy), through the binary. SmolLM2 is too small to answer well; these tests check the
 //! contract (events, answer line, trace, files written, resuming), not accuracy.
 
+use std::process::Output;
+
 use serde_json::Value;
 
 use crate::{stderr, stdout, walkrag};
@@ -18,6 +20,13 @@ const QUESTIONS: &str = r#"{"id": "q1", "question": "Who is the mayor of Velmora
 {"id": "q2", "question": "In which village was the mayor of Velmora born?", "answer": "Kessel", "answer_aliases": [], "supporting_ids": ["c1", "c2"], "kind": "bridge"}
 {"id": "q3", "question": "What is Kessel famous for?", "answer": "cheese market", "answer_aliases": [], "supporting_ids": ["c3"], "kind": "bridge"}
 "#;
+
+/// The command failed and said `message` on stderr.
+#[track_caller]
+fn assert_refused(out: &Output, message: &str) {
+    assert!(!out.status.success());
+    assert!(stderr(out).contains(message), "{}", stderr(out));
+}
 
 #[test]
 fn ask_streams_events_and_writes_the_trace() {
@@ -163,12 +172,7 @@ fn ask_streams_events_and_writes_the_trace() {
             MODEL,
         ],
     );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("--memory works with the walk"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "--memory works with the walk");
 
     // sections reads the leads: it needs some.
     let out = walkrag(
@@ -184,11 +188,9 @@ fn ask_streams_events_and_writes_the_trace() {
             MODEL,
         ],
     );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("--leads 0 leaves the sections strategy nothing to read"),
-        "{}",
-        stderr(&out)
+    assert_refused(
+        &out,
+        "--leads 0 leaves the sections strategy nothing to read",
     );
 
     // An unknown strategy is refused with the list of those there are.
@@ -683,10 +685,5 @@ fn chat_replies_follow_a_json_schema() {
             "hi",
         ],
     );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("broken.json is not JSON"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "broken.json is not JSON");
 }
