@@ -37,6 +37,73 @@ struct Weights {
     /// them runs only from where it differs (a walk's calls share the system prompt and the
     /// answer step's examples; eval's questions do too).
     cached: Vec<u32>,
+    /// The starts of earlier sequences that a prompt of another kind displaced, most recent
+    /// first: a walk alternates its read and answer prompts, and each finds its own system
+    /// prompt and examples here instead of running them again.
+    saved: Vec<SavedStart>,
+}
+
+/// The start of a sequence that ran, with its keys and values.
+struct SavedStart {
+    ids: Vec<u32>,
+    kv: transformer::Saved,
+}
+
+/// Sequences kept beside the live one: a few kinds of prompt alternate (a walk's read and
+/// answer steps, a pick and its fill).
+const SAVED_STARTS: usize = 3;
+/// A start shorter than this is not worth keeping, and prompts that share less than this
+/// are of different kinds (every prompt shares the chat template's first few tokens).
+const MIN_SAVED: usize = 32;
+/// The most bytes of keys and values one saved start takes (about 2,700 positions of a
+/// 0.5B model, 250 of a 7B): what a system prompt and its examples need.
+const SAVED_BYTES: usize = 64 << 20;
+
+impl Weights {
+    /// Readies the cache for a prompt of `ids`: where a saved start shares more of it than
+    /// the live sequence, the two change places. Returns how many of `ids` the cache holds.
+    fn warm_for(&mut self, ids: &[u32]) -> usize {
+        let live = common_prefix(&self.cached, ids);
+        let best = self
+            .saved
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, common_prefix(&s.ids, ids)))
+            .max_by_key(|&(_, shared)| shared);
+        match best {
+            Some((i, shared)) if shared >= MIN_SAVED && shared > live => {
+                let taken = self.saved.remove(i);
+                self.save_live();
+                self.model
+                    .restore(&mut self.state, &taken.kv, self.pool.threads());
+                self.cached = taken.ids;
+                shared
+            }
+            // A prompt of another kind is about to overwrite the live sequence: keep its start.
+            _ if live < MIN_SAVED => {
+                self.save_live();
+                live
+            }
+            _ => live,
+        }
+    }
+
+    /// Saves the live sequence's start, in place of any saved one of its kind.
+    fn save_live(&mut self) {
+        let len = self
+            .cached
+            .len()
+            .min(SAVED_BYTES / self.model.position_bytes().max(1));
+        if len < MIN_SAVED {
+            return;
+        }
+        let ids = self.cached[..len].to_vec();
+        self.saved
+            .retain(|s| common_prefix(&s.ids, &ids) < MIN_SAVED);
+        let kv = self.model.save(&self.state, len);
+        self.saved.insert(0, SavedStart { ids, kv });
+        self.saved.truncate(SAVED_STARTS);
+    }
 }
 
 struct Inner {
@@ -113,6 +180,7 @@ impl LocalModel {
             state: transformer::State::default(),
             pool: pool::Pool::new(candle_core::utils::get_num_threads()),
             cached: Vec::new(),
+            saved: Vec::new(),
         };
         tracing::debug!(
             "loaded {} ({arch}, context {context_length})",
@@ -273,7 +341,7 @@ impl Inner {
             ids.extend_from_slice(&continuation);
             // The logits after the prompt's last token and after each continuation token but
             // the last predict the continuation's tokens; at least one id runs anew.
-            let shared = common_prefix(&weights.cached, &ids).min(prompt_len - 1);
+            let shared = weights.warm_for(&ids).min(prompt_len - 1);
             let run = &ids[shared..ids.len() - 1];
             ran += run.len();
             let logits = self.forward_tail(&mut weights, run, shared, continuation.len())?;
@@ -359,7 +427,7 @@ impl Inner {
         let mut generated: Vec<u32> = Vec::new();
         // The prompt's start that the cache already holds is not run again; at least its
         // last id runs, for the logits after it.
-        let reused = common_prefix(&weights.cached, &ids).min(ids.len().saturating_sub(1));
+        let reused = weights.warm_for(&ids).min(ids.len().saturating_sub(1));
         stats.reused = reused;
         // What runs through the model next: the prompt, then each sampled token with the
         // tokens the constraint forces after it, in one batch.

@@ -196,7 +196,7 @@ pub fn roam_move(closed: &[String], max: usize) -> Constraint {
 /// no citation in it (no `[`, no "Sources:": the ids go on their own line) and the note at
 /// most 300.
 const ANSWER_TERMINALS: &str = "ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
-                                NOTE: /[^\\n]{1,300}/\n";
+                                NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n";
 
 /// The answer step: `Answer: ` and a short answer on one line, `Sources:` and the ids of
 /// the shown passages it used in square brackets, then at most one line more (what the
@@ -335,7 +335,7 @@ fact: "#
              source: \"[\" ID \"]\"\n\
              ID: \"3fa9c2d1.0\" | \"77b1e4d0.2\"\n\
              ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
-             NOTE: /[^\\n]{1,300}/\n"
+             NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n"
         );
     }
 

@@ -35,8 +35,10 @@ pub struct Walk {
     /// New chunks read per cycle: as many as `single` reads in its one pass, so a cycle costs
     /// about what a single-shot question does.
     pub k: usize,
-    /// Most read cycles; the walk never goes further whatever the model asks for. Two-hop
-    /// questions need two; the rest is slack for a wrong first step.
+    /// Most search cycles; the walk never goes further whatever the model asks for. Two-hop
+    /// questions need two; the rest is slack for a wrong first step. The last cycle's
+    /// passages go to the answer without a read step, since its next sources could not be
+    /// followed (a walk of one cycle still reads its passages).
     pub max_cycles: usize,
     /// Most descriptors followed per cycle (a model that lists ten places is not followed ten
     /// times).
@@ -603,6 +605,17 @@ impl<'a> Walking<'a> {
         let cycle = self.cycle;
         self.run.mark_read(&self.new);
         self.cycles_read.push(self.new.clone());
+        if cycle > 1 && cycle >= walk.max_cycles {
+            // After the last search a read could lead nowhere: its passages go to the answer
+            // as they are, and the call is saved.
+            self.run.note(
+                cycle,
+                format!(
+                    "cycle {cycle} is the last: its passages go to the answer without a read step"
+                ),
+            );
+            return Ok(ControlFlow::Break(Termination::MaxCycles));
+        }
         let hints = std::mem::take(&mut self.hints_to_show);
         let names = self.unread_names();
         let offered: &[String] = match walk.next_sources {

@@ -29,8 +29,9 @@ use walkrag_walker::{
 ///           "Section 7.2"), ranked as walk ranks them, and one model call to answer:
 ///           the walk without its model between searches, the baseline walk must beat.
 ///   walk    read k chunks, note facts and where to look next, search there, read what is
-///           new, and repeat until the facts suffice (or --max-cycles, default 3); then
-///           answer from the facts. Facts stream to stderr as the model writes them;
+///           new, and repeat until the facts suffice (or --max-cycles searches, default
+///           3: the last one's passages go to the answer unread); then answer from the
+///           facts and the passages. Facts stream to stderr as the model writes them;
 ///           Ctrl-C stops the walk and answers from the facts so far. With --memory
 ///           its facts are kept for later questions.
 ///   actions carry out a request with an HTTP API whose OpenAPI spec was indexed

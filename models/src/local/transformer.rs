@@ -322,6 +322,14 @@ pub struct State {
     sin: Vec<f32>,
 }
 
+/// The keys and values of a sequence's first positions, copied out of a [`State`] to be put
+/// back later ([`Model::save`], [`Model::restore`]).
+pub struct Saved {
+    len: usize,
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+}
+
 impl State {
     /// Tokens in the KV cache.
     pub fn len(&self) -> usize {
@@ -418,6 +426,39 @@ fn quantize_with(
 impl Model {
     /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the logits after each of the last `tail` of them
     /// (at least one, at most all), `tail × vocab` values, one row per token in order.
+    /// Bytes of keys and values one position takes in the cache.
+    pub fn position_bytes(&self) -> usize {
+        2 * self.config.layers * self.config.kv_dim() * std::mem::size_of::<f32>()
+    }
+
+    /// A copy of the keys and values of `state`'s first `len` positions (at most its length).
+    pub fn save(&self, state: &State, len: usize) -> Saved {
+        let len = len.min(state.len);
+        let n = len * self.config.kv_dim();
+        let copy = |caches: &[Vec<f32>]| caches.iter().map(|c| c[..n].to_vec()).collect();
+        Saved {
+            len,
+            keys: copy(&state.keys),
+            values: copy(&state.values),
+        }
+    }
+
+    /// Makes `state` hold `saved` and nothing after it: the next pass may start at
+    /// `saved.len()`.
+    pub fn restore(&self, state: &mut State, saved: &Saved, threads: usize) {
+        state.reserve(&self.config, saved.len, threads);
+        let n = saved.len * self.config.kv_dim();
+        for (cache, part) in state
+            .keys
+            .iter_mut()
+            .zip(&saved.keys)
+            .chain(state.values.iter_mut().zip(&saved.values))
+        {
+            cache[..n].copy_from_slice(part);
+        }
+        state.len = saved.len;
+    }
+
     pub fn forward_tail(
         &self,
         state: &mut State,

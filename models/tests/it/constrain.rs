@@ -504,8 +504,8 @@ fn a_next_source_chosen_among_names_is_one_of_them() {
 }
 
 /// The answer step's grammar keeps citations out of the answer line: no `[` and no
-/// "Sources:" before the line break (answers once ended "... Sources: , ,"), while a short
-/// answer and its cited ids pass.
+/// "Sources:" before the line break (answers once ended "... Sources: , ,"), and no second
+/// "Sources:" line as the note, while a short answer, its cited ids and a note pass.
 #[test]
 fn the_answer_grammar_keeps_citations_out_of_the_answer() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
@@ -528,5 +528,10 @@ fn the_answer_grammar_keeps_citations_out_of_the_answer() {
         assert!(!accepts("Answer: Dundee [77b1e4d0.2]"), "{name}");
         assert!(!accepts("Answer: Dundee. Sources: x"), "{name}");
         assert!(!accepts("Answer: Dundee\nSources: [0badcafe.9]"), "{name}");
+        // Nor a second sources line where the note goes ("Sources:" was printed twice).
+        assert!(
+            !accepts("Answer: not found\nSources: [3fa9c2d1.0]\nSources: [3fa9c2d1.0]"),
+            "{name}"
+        );
     }
 }

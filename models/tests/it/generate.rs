@@ -285,6 +285,56 @@ fn a_caller_that_stops_listening_stops_generation() {
     assert!(!ids.is_empty());
 }
 
+/// Two kinds of prompt in turn (a walk's read and answer steps): each finds its own start
+/// kept from its last call, though the other kind ran in between, and replies as a cold
+/// model does (greedy).
+#[test]
+fn alternating_prompts_each_find_their_own_start_kept() {
+    let rivers = "You answer questions about rivers in one short sentence. Name the river, the \
+                  country it rises in and the sea it reaches; never more than one sentence.";
+    let cakes = "You are a baker. Give the recipe the user asks for as a numbered list of at \
+                 most five steps, with the oven temperature in Celsius and the baking time.";
+    let prompts = [
+        request(rivers, "Which river flows through Paris?", 8),
+        request(cakes, "A lemon sponge, please.", 8),
+        request(rivers, "Which river flows through Vienna?", 8),
+        request(cakes, "A carrot cake, please.", 8),
+    ];
+    for name in MODELS {
+        let spec = walkrag_models::ModelSpec::parse(&format!("local:{name}")).unwrap();
+        let warm = walkrag_models::load_local(&spec).unwrap();
+        let run = |m: &walkrag_models::LocalModel, r: &ChatRequest| {
+            let mut text = String::new();
+            let stats = m
+                .generate(r, &mut |d| {
+                    if let Delta::Text { text: t } = d {
+                        text.push_str(&t);
+                    }
+                    true
+                })
+                .unwrap();
+            (text, stats.reused)
+        };
+        let start = |system: &str| warm.tokenizer().encode(system).unwrap().len();
+        for (i, prompt) in prompts.iter().enumerate() {
+            let (warm_text, reused) = run(&warm, prompt);
+            // A cold model each time: it holds nothing from before.
+            let cold = walkrag_models::load_local(&spec).unwrap();
+            let (cold_text, _) = run(&cold, prompt);
+            assert_eq!(warm_text, cold_text, "{name}: prompt {i}");
+            if i < 2 {
+                assert!(reused < 10, "{name}: prompt {i} reused {reused}");
+            } else {
+                let system = if i == 2 { rivers } else { cakes };
+                assert!(
+                    reused > start(system),
+                    "{name}: prompt {i} reused {reused} of its kind's start"
+                );
+            }
+        }
+    }
+}
+
 /// A prompt that starts like the one before runs only from where they differ, and the
 /// reply is the same as a cold model's (greedy): a walk's calls share their system prompt,
 /// and its answer step's worked examples.

@@ -230,18 +230,35 @@ fn a_model_that_never_stops_asking_is_stopped_by_max_cycles() {
         vec![
             reply(asks.into()),
             reply(asks.into()),
-            reply(asks.into()),
             reply("Answer: not found".into()),
         ],
     );
     assert_eq!(answer.termination, Termination::MaxCycles);
     assert_eq!(answer.cycles, 3);
+    let requests = model.requests.lock().unwrap();
     assert_eq!(
-        model.requests.lock().unwrap().len(),
-        4,
-        "three reads and the answer"
+        requests.len(),
+        3,
+        "two reads and the answer: a read of the last cycle could lead nowhere"
     );
     assert!(!answer.found);
+    // The last cycle's passage was searched for and goes to the answer unread.
+    assert_eq!(answer.ranked.len(), 3, "{:?}", answer.ranked);
+    let last = answer.ranked[2];
+    let read_prompts = |i: usize| requests[i].messages.last().unwrap().content.clone();
+    assert!(
+        !read_prompts(0).contains(&last.to_string())
+            && !read_prompts(1).contains(&last.to_string())
+    );
+    assert!(
+        read_prompts(2).contains(&last.to_string()),
+        "{}",
+        read_prompts(2)
+    );
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("without a read step")
+    )));
 }
 
 #[test]
@@ -788,7 +805,7 @@ fn a_next_source_is_chosen_among_the_passages_unread_names() {
         k: 2,
         next_sources: NextSources::Chosen,
         follow_links: false,
-        ..walk(2)
+        ..walk(3)
     };
     let model = ScriptedChatModel::new(vec![
         reply(format!(
@@ -876,7 +893,7 @@ fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
         max_descriptors: 1,
         next_sources: NextSources::Weighed,
         follow_links: false,
-        ..walk(2)
+        ..walk(3)
     };
     let mut events = Vec::new();
     let answer =
@@ -939,7 +956,6 @@ fn the_walk_searches_its_passages_unread_names_when_asked() {
             reply(format!(
                 "{{\"fact\": \"Velmora's mayor was born in the Kessel Highlands.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}"
             )),
-            reply("{\"sufficient\": false}".into()),
             reply(format!("Answer: the Kessel Highlands [{d1}]")),
         ]
     };
@@ -966,7 +982,11 @@ fn the_walk_searches_its_passages_unread_names_when_asked() {
         ]
     );
     assert_eq!(answer.cycles, 2);
-    assert_eq!(answer.usage.llm_calls, 3, "two reads and the answer");
+    assert_eq!(
+        answer.usage.llm_calls, 2,
+        "one read, and the answer reads the hop's passage"
+    );
+    assert!(answer.ranked.contains(&d2));
     let without = Walk {
         names: 0,
         ..strategy
