@@ -424,8 +424,6 @@ fn quantize_with(
 }
 
 impl Model {
-    /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the logits after each of the last `tail` of them
-    /// (at least one, at most all), `tail × vocab` values, one row per token in order.
     /// Bytes of keys and values one position takes in the cache.
     pub fn position_bytes(&self) -> usize {
         2 * self.config.layers * self.config.kv_dim() * std::mem::size_of::<f32>()
@@ -459,6 +457,8 @@ impl Model {
         state.len = saved.len;
     }
 
+    /// Runs `ids` at positions `pos..` (the cache is cut to `pos` first) and returns the logits after each of the last `tail` of them
+    /// (at least one, at most all), `tail × vocab` values, one row per token in order.
     pub fn forward_tail(
         &self,
         state: &mut State,

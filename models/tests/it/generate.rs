@@ -285,6 +285,20 @@ fn a_caller_that_stops_listening_stops_generation() {
     assert!(!ids.is_empty());
 }
 
+/// The text `m` generates for `r`, and how many prompt ids it found in its cache.
+fn text_and_reused(m: &walkrag_models::LocalModel, r: &ChatRequest) -> (String, usize) {
+    let mut text = String::new();
+    let stats = m
+        .generate(r, &mut |d| {
+            if let Delta::Text { text: t } = d {
+                text.push_str(&t);
+            }
+            true
+        })
+        .unwrap();
+    (text, stats.reused)
+}
+
 /// Two kinds of prompt in turn (a walk's read and answer steps): each finds its own start
 /// kept from its last call, though the other kind ran in between, and replies as a cold
 /// model does (greedy).
@@ -303,24 +317,12 @@ fn alternating_prompts_each_find_their_own_start_kept() {
     for name in MODELS {
         let spec = walkrag_models::ModelSpec::parse(&format!("local:{name}")).unwrap();
         let warm = walkrag_models::load_local(&spec).unwrap();
-        let run = |m: &walkrag_models::LocalModel, r: &ChatRequest| {
-            let mut text = String::new();
-            let stats = m
-                .generate(r, &mut |d| {
-                    if let Delta::Text { text: t } = d {
-                        text.push_str(&t);
-                    }
-                    true
-                })
-                .unwrap();
-            (text, stats.reused)
-        };
         let start = |system: &str| warm.tokenizer().encode(system).unwrap().len();
         for (i, prompt) in prompts.iter().enumerate() {
-            let (warm_text, reused) = run(&warm, prompt);
+            let (warm_text, reused) = text_and_reused(&warm, prompt);
             // A cold model each time: it holds nothing from before.
             let cold = walkrag_models::load_local(&spec).unwrap();
-            let (cold_text, _) = run(&cold, prompt);
+            let (cold_text, _) = text_and_reused(&cold, prompt);
             assert_eq!(warm_text, cold_text, "{name}: prompt {i}");
             if i < 2 {
                 assert!(reused < 10, "{name}: prompt {i} reused {reused}");
@@ -347,28 +349,16 @@ fn a_shared_prompt_start_is_reused_and_changes_nothing() {
         let spec = walkrag_models::ModelSpec::parse(&format!("local:{name}")).unwrap();
         let warm = walkrag_models::load_local(&spec).unwrap();
         let cold = walkrag_models::load_local(&spec).unwrap();
-        let text = |m: &walkrag_models::LocalModel, r: &ChatRequest| {
-            let mut text = String::new();
-            let stats = m
-                .generate(r, &mut |d| {
-                    if let Delta::Text { text: t } = d {
-                        text.push_str(&t);
-                    }
-                    true
-                })
-                .unwrap();
-            (text, stats.reused)
-        };
-        let (_, reused) = text(&warm, &first);
+        let (_, reused) = text_and_reused(&warm, &first);
         assert_eq!(reused, 0, "{name}: nothing ran before");
-        let (warm_text, reused) = text(&warm, &second);
-        let (cold_text, cold_reused) = text(&cold, &second);
+        let (warm_text, reused) = text_and_reused(&warm, &second);
+        let (cold_text, cold_reused) = text_and_reused(&cold, &second);
         assert_eq!(cold_reused, 0);
         let prompt = warm.tokenizer().encode(system).unwrap().len();
         assert!(reused > prompt, "{name}: {reused} of the prompt reused");
         assert_eq!(warm_text, cold_text, "{name}");
         // The same prompt again reuses all of it but its last id.
-        let (again, reused) = text(&warm, &second);
+        let (again, reused) = text_and_reused(&warm, &second);
         assert_eq!(again, cold_text, "{name}");
         assert!(reused > prompt + 5, "{name}: {reused}");
     }

@@ -245,16 +245,9 @@ fn a_model_that_never_stops_asking_is_stopped_by_max_cycles() {
     // The last cycle's passage was searched for and goes to the answer unread.
     assert_eq!(answer.ranked.len(), 3, "{:?}", answer.ranked);
     let last = answer.ranked[2];
-    let read_prompts = |i: usize| requests[i].messages.last().unwrap().content.clone();
-    assert!(
-        !read_prompts(0).contains(&last.to_string())
-            && !read_prompts(1).contains(&last.to_string())
-    );
-    assert!(
-        read_prompts(2).contains(&last.to_string()),
-        "{}",
-        read_prompts(2)
-    );
+    let prompt_of = |i: usize| requests[i].messages.last().unwrap().content.clone();
+    assert!(!prompt_of(0).contains(&last.to_string()) && !prompt_of(1).contains(&last.to_string()));
+    assert!(prompt_of(2).contains(&last.to_string()), "{}", prompt_of(2));
     assert!(answer.trace.steps.iter().any(|s| matches!(
         s,
         Step::Note { message, .. } if message.contains("without a read step")
