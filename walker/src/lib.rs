@@ -8,6 +8,7 @@
 //! HTTP client, so its tests run in milliseconds with scripted fakes.
 
 mod answer;
+mod ask;
 mod budget;
 pub mod constrain;
 pub mod contents;

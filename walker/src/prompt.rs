@@ -15,6 +15,13 @@ pub const ANSWER_EXAMPLES: &str = include_str!("../prompts/answer.examples.md");
 pub const READ_SYSTEM: &str = include_str!("../prompts/read.system.md");
 pub const READ_USER: &str = include_str!("../prompts/read.user.md");
 
+/// The self-ask call of `walk` ([`crate::NextSources::Asked`]): a cycle's best passages and
+/// the question in, the one follow-up question to search for out. Its worked examples are
+/// invented, like the answer step's.
+pub const ASK_SYSTEM: &str = include_str!("../prompts/ask.system.md");
+pub const ASK_USER: &str = include_str!("../prompts/ask.user.md");
+pub const ASK_EXAMPLES: &str = include_str!("../prompts/ask.examples.md");
+
 /// The pick of `toc`: section ids from a table of contents (or a direct reply) as JSON.
 pub const TOC_SYSTEM: &str = include_str!("../prompts/toc.system.md");
 pub const TOC_USER: &str = include_str!("../prompts/toc.user.md");
@@ -127,19 +134,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answer_examples_alternate_user_and_assistant() {
+    fn examples_alternate_user_and_assistant() {
         use walkrag_core::Role;
-        let turns = examples(ANSWER_EXAMPLES);
-        assert_eq!(turns.len(), 6);
-        for (i, turn) in turns.iter().enumerate() {
-            let role = if i % 2 == 0 {
-                Role::User
-            } else {
-                Role::Assistant
-            };
-            assert_eq!(turn.role, role);
-            assert!(!turn.content.is_empty());
+        for text in [ANSWER_EXAMPLES, ASK_EXAMPLES] {
+            let turns = examples(text);
+            assert_eq!(turns.len(), 6);
+            for (i, turn) in turns.iter().enumerate() {
+                let role = if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                assert_eq!(turn.role, role);
+                assert!(!turn.content.is_empty());
+            }
         }
+    }
+
+    #[test]
+    fn answer_examples_keep_to_the_answer_grammar() {
+        let turns = examples(ANSWER_EXAMPLES);
         // Each example reply keeps to the answer step's grammar: one line of answer, then
         // the sources, then at most one line.
         for reply in turns.iter().skip(1).step_by(2) {

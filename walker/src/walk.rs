@@ -103,14 +103,19 @@ pub enum NextSources {
     /// to copy); the best `max_descriptors` are searched with the question, before any the
     /// model wrote. Needs a model that can score.
     Weighed,
+    /// After each read step that does not end the walk, one short call asks the model for
+    /// the follow-up question the cycle's best passages raise ([`crate::ask`]); it is
+    /// searched before any next source the read step wrote.
+    Asked,
 }
 
 impl NextSources {
     /// Every mode, by name.
-    pub const ALL: [NextSources; 3] = [
+    pub const ALL: [NextSources; 4] = [
         NextSources::Written,
         NextSources::Chosen,
         NextSources::Weighed,
+        NextSources::Asked,
     ];
 
     /// Its name on the command line and in the recorded settings.
@@ -119,6 +124,7 @@ impl NextSources {
             NextSources::Written => "written",
             NextSources::Chosen => "chosen",
             NextSources::Weighed => "weighed",
+            NextSources::Asked => "asked",
         }
     }
 }
@@ -720,7 +726,8 @@ impl<'a> Walking<'a> {
         }
     }
 
-    /// Where to look next: hints first, then weighed names, then what the model wrote; the
+    /// Where to look next: hints first, then weighed names or the asked follow-up question,
+    /// then what the model wrote; the
     /// question with the cycle's facts when nothing names a place and the facts do not
     /// suffice. The user may pause here and add hints.
     async fn descriptors(
@@ -747,6 +754,18 @@ impl<'a> Walking<'a> {
             }
             None => written,
         };
+        if walk.next_sources == NextSources::Asked
+            && sufficient != Some(true)
+            && cycle < walk.max_cycles
+        {
+            let asked =
+                crate::ask::follow_up(&mut self.run, cycle, self.question, &self.new).await?;
+            if let Some(d) = asked {
+                self.run.trace.steps.push(Step::Descriptor(d.clone()));
+                self.run.emit(Event::NextSource(d.clone()));
+                descriptors.insert(0, d);
+            }
+        }
         self.run.control.pause(&CycleReport {
             cycle,
             facts: cycle_facts,

@@ -35,8 +35,10 @@ pub struct StrategyFlags {
     /// chosen: it picks them among the names in its passages that were not read yet (index
     /// titles they mention, capitalised names), its read step constrained to them; weighed:
     /// those names ranked by how much likelier the model finds each after the question and
-    /// passages than after the passages alone (needs a local model).
-    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed"])]
+    /// passages than after the passages alone (needs a local model); asked: after each read,
+    /// one short call writes the follow-up question the cycle's best two passages raise
+    /// ("Where was Tomas Belvik born?"), and it is searched.
+    #[arg(long, value_name = "FROM", default_value = "written", value_parser = ["written", "chosen", "weighed", "asked"])]
     pub next_sources: String,
     /// links, walk: in each hop, also search the first N names written in the passages read
     /// that were not read yet (index titles they mention, capitalised names), each with the

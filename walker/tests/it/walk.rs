@@ -40,6 +40,20 @@ fn reply(text: String) -> Turn {
     Turn::Reply(text)
 }
 
+/// The second hop's read: the birthplace, from `d2`, and the facts suffice.
+fn birthplace_read(d2: ChunkId) -> Turn {
+    reply(format!(
+        "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
+    ))
+}
+
+/// The first hop's read: the mayor, from `d1`, nowhere named to look next.
+fn mayor_read(d1: ChunkId) -> Turn {
+    reply(format!(
+        "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n{{\"sufficient\": false}}"
+    ))
+}
+
 #[test]
 fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
     let t = test_index();
@@ -52,9 +66,7 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
              {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where Ilsa Brandt was born\"}}\n\
              {{\"sufficient\": false}}"
         )),
-        reply(format!(
-            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
-        )),
+        birthplace_read(d2),
         reply(format!("Answer: Kessel\nSources: [{d2}], [{d1}]")),
     ]);
     let mut events = Vec::new();
@@ -806,9 +818,7 @@ fn a_next_source_is_chosen_among_the_passages_unread_names() {
              {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where she was born\"}}\n\
              {{\"sufficient\": false}}"
         )),
-        reply(format!(
-            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
-        )),
+        birthplace_read(d2),
         reply(format!("Answer: Kessel\nSources: [{d2}]")),
     ]);
     let mut events = Vec::new();
@@ -849,6 +859,65 @@ fn a_next_source_is_chosen_among_the_passages_unread_names() {
     assert_eq!((found[1].0, found[1].1[0]), (Origin::Model, d2));
 }
 
+/// With next sources asked, one short call after the read writes the follow-up question the
+/// cycle's passages raise: its prompt holds the worked examples, the passages and the
+/// question, its reply is held to one question line, and the question is searched as the
+/// model's next source.
+#[test]
+fn an_asked_follow_up_question_is_searched_as_the_next_source() {
+    let t = test_index();
+    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
+        unreachable!()
+    };
+    let strategy = Walk {
+        k: 2,
+        next_sources: NextSources::Asked,
+        follow_links: false,
+        ..walk(3)
+    };
+    let follow_up = "Where was Ilsa Brandt born?";
+    let model = ScriptedChatModel::new(vec![
+        mayor_read(d1),
+        reply(format!("Follow-up: {follow_up}")),
+        birthplace_read(d2),
+        reply(format!("Answer: Kessel\nSources: [{d2}]")),
+    ]);
+    let mut events = Vec::new();
+    let answer =
+        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
+    assert_eq!(answer.answer, "Kessel");
+    assert_eq!(answer.usage.llm_calls, 4, "read, ask, read, answer");
+
+    let requests = model.requests.lock().unwrap();
+    let ask = &requests[1];
+    assert!(
+        matches!(&ask.constraint, Some(walkrag_core::Constraint::Regex(p)) if p.starts_with("Follow-up: ")),
+        "{:?}",
+        ask.constraint
+    );
+    // The system prompt, three worked examples, then the cycle's passages and the question.
+    assert_eq!(ask.messages.len(), 8);
+    let user = &ask.messages.last().unwrap().content;
+    assert!(user.contains(&format!("[{d1}]")), "{user}");
+    assert!(user.ends_with(&format!("Question: {QUESTION}")), "{user}");
+    drop(requests);
+
+    let searches: Vec<(Origin, String, ChunkId)> = answer
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Retrieve(r) => Some((r.origin, r.query.clone(), r.hits[0].chunk_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(searches.len(), 2, "{searches:?}");
+    assert_eq!(searches[1], (Origin::Model, follow_up.to_string(), d2));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::NextSource(d) if d.next_source == follow_up)));
+}
+
 /// With next sources weighed, the passages' unread names are ranked by how much likelier the
 /// model finds each after the read prompt than after that prompt without the question: the
 /// name it finds likelier outright but no likelier for the question is not followed.
@@ -864,12 +933,8 @@ fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
         unreachable!()
     };
     let model = ScriptedChatModel::new(vec![
-        reply(format!(
-            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n{{\"sufficient\": false}}"
-        )),
-        reply(format!(
-            "{{\"fact\": \"Ilsa Brandt was born in Kessel.\", \"relevance\": \"birthplace\", \"source\": \"{d2}\"}}\n{{\"sufficient\": true}}"
-        )),
+        mayor_read(d1),
+        birthplace_read(d2),
         reply(format!("Answer: Kessel\nSources: [{d2}]")),
     ])
     .with_scores(|item| {
