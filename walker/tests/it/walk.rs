@@ -797,6 +797,17 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
     }
 }
 
+/// A walk whose second hop can come only from its next sources: two passages a search, no
+/// links, three cycles.
+fn hop_by(next_sources: NextSources) -> Walk {
+    Walk {
+        k: 2,
+        next_sources,
+        follow_links: false,
+        ..walk(3)
+    }
+}
+
 /// With next sources chosen, the read step is offered the unread names of its passages (the title
 /// its passage names, not the titles read nor the question's words), in the prompt and as
 /// the only next sources its grammar allows; the name chosen is searched for.
@@ -806,12 +817,7 @@ fn a_next_source_is_chosen_among_the_passages_unread_names() {
     let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
         unreachable!()
     };
-    let strategy = Walk {
-        k: 2,
-        next_sources: NextSources::Chosen,
-        follow_links: false,
-        ..walk(3)
-    };
+    let strategy = hop_by(NextSources::Chosen);
     let model = ScriptedChatModel::new(vec![
         reply(format!(
             "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n\
@@ -869,12 +875,7 @@ fn an_asked_follow_up_question_is_searched_as_the_next_source() {
     let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
         unreachable!()
     };
-    let strategy = Walk {
-        k: 2,
-        next_sources: NextSources::Asked,
-        follow_links: false,
-        ..walk(3)
-    };
+    let strategy = hop_by(NextSources::Asked);
     let follow_up = "Where was Ilsa Brandt born?";
     let model = ScriptedChatModel::new(vec![
         mayor_read(d1),
@@ -905,17 +906,13 @@ fn an_asked_follow_up_question_is_searched_as_the_next_source() {
     );
     drop(requests);
 
-    let searches: Vec<(Origin, String, ChunkId)> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some((r.origin, r.query.clone(), r.hits[0].chunk_id)),
-            _ => None,
-        })
-        .collect();
+    let searches = walkrag_walker::testing::retrievals(&answer);
     assert_eq!(searches.len(), 2, "{searches:?}");
-    assert_eq!(searches[1], (Origin::Model, follow_up.to_string(), d2));
+    let (origin, query, hits) = &searches[1];
+    assert_eq!(
+        (*origin, query.as_str(), hits[0]),
+        (Origin::Model, follow_up, d2)
+    );
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::NextSource(d) if d.next_source == follow_up)));
