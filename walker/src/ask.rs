@@ -67,14 +67,15 @@ pub(crate) async fn follow_up(
             ("question", question),
         ],
     );
-    let mut request = ChatRequest {
+    let request = ChatRequest {
         constraint: Some(constraint()),
-        ..prompt::request(prompt::ASK_SYSTEM, user, ASK_MAX_TOKENS)
+        ..prompt::request_with_examples(
+            prompt::ASK_SYSTEM,
+            prompt::ASK_EXAMPLES,
+            user,
+            ASK_MAX_TOKENS,
+        )
     };
-    // The worked examples go between the instructions and the passages.
-    request
-        .messages
-        .splice(1..1, prompt::examples(prompt::ASK_EXAMPLES));
     let completion = run.chat(cycle, "ask", request, false).await?;
     let Some(next_source) = follow_up_of(&completion.text) else {
         return Ok(None);

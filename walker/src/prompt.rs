@@ -58,6 +58,19 @@ pub fn request(system: &str, user: String, max_tokens: usize) -> walkrag_core::C
     }
 }
 
+/// [`request`] with the worked examples of `examples_text` (an examples file) as earlier turns,
+/// between the instructions and `user`.
+pub fn request_with_examples(
+    system: &str,
+    examples_text: &str,
+    user: String,
+    max_tokens: usize,
+) -> walkrag_core::ChatRequest {
+    let mut request = request(system, user, max_tokens);
+    request.messages.splice(1..1, examples(examples_text));
+    request
+}
+
 /// The turns of an examples file: each `--- user` or `--- assistant` line starts a message
 /// of that role, whose text runs to the next such line.
 ///

@@ -364,14 +364,15 @@ impl<'a> Run<'a> {
                 ));
             }
             let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
-            let mut request = ChatRequest {
+            let request = ChatRequest {
                 constraint: Some(crate::constrain::answer(&ids)),
-                ..prompt::request(prompt::ANSWER_SYSTEM, user, ANSWER_MAX_TOKENS)
+                ..prompt::request_with_examples(
+                    prompt::ANSWER_SYSTEM,
+                    prompt::ANSWER_EXAMPLES,
+                    user,
+                    ANSWER_MAX_TOKENS,
+                )
             };
-            // The worked examples go between the instructions and the question.
-            request
-                .messages
-                .splice(1..1, prompt::examples(prompt::ANSWER_EXAMPLES));
             match self.chat_answer(cycle, request).await {
                 Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
                     let dropped = shown.pop().expect("more than one passage");

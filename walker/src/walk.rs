@@ -727,9 +727,8 @@ impl<'a> Walking<'a> {
     }
 
     /// Where to look next: hints first, then weighed names or the asked follow-up question,
-    /// then what the model wrote; the
-    /// question with the cycle's facts when nothing names a place and the facts do not
-    /// suffice. The user may pause here and add hints.
+    /// then what the model wrote; the question with the cycle's facts when nothing names a
+    /// place and the facts do not suffice. The user may pause here and add hints.
     async fn descriptors(
         &mut self,
         sufficient: Option<bool>,
