@@ -2189,6 +2189,7 @@ impl<'s> Run<'s> {
             text,
             found,
             citations: self.citations,
+            shown: Vec::new(),
             ranked: self.ranked,
             termination,
             cycles,

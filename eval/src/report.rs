@@ -66,6 +66,11 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
     }
     row("answer EM", &|s| format!("{:.3}", s.scores.em));
     row("answer F1", &|s| format!("{:.3}", s.scores.f1));
+    if columns.iter().any(|(_, s)| s.scores.in_context.is_some()) {
+        row("gold in context", &|s| opt(s.scores.in_context));
+        row("right (gold in answer)", &|s| opt(s.scores.right));
+        row("reader efficiency", &|s| opt(s.reader_efficiency));
+    }
     if columns.iter().any(|(_, s)| s.scores.contains.is_some()) {
         row("contains", &|s| opt(s.scores.contains));
     }
@@ -105,7 +110,10 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
         md,
         "\nRecall@k: share of supporting documents (or sections) among the first k distinct \
          ones of the strategy's ranking. EM/F1: SQuAD normalisation, best over the answer and \
-         its aliases. Costs are means per question. Found first by: the search that first \
+         its aliases. Gold in context: the passages the answer step was shown hold the gold \
+         answer or an alias (a yes/no gold: every supporting document or section was shown); \
+         right: the answer holds it; reader efficiency: right among the questions with the \
+         gold in context. Costs are means per question. Found first by: the search that first \
          returned a read chunk of each supporting document (the question's own, a model's \
          descriptor or pick, a hint, the walk's fallback, a link, a name written in a passage, \
          memory).\n"

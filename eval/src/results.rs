@@ -29,6 +29,14 @@ pub struct Metrics {
     /// `absent` questions: the strategy said the material does not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstain: Option<f64>,
+    /// Questions with a gold answer: the answer holds the gold answer or an alias
+    /// (word-aligned, after normalisation; for a yes/no gold, the same word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub right: Option<f64>,
+    /// Questions with a gold answer: the passages the answer step was shown hold it (see
+    /// [`gold_in_context`]). Unknown for a question the strategy failed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_context: Option<f64>,
 }
 
 impl Metrics {
@@ -45,6 +53,9 @@ pub struct ResultLine {
     pub answer: String,
     pub found: bool,
     pub citations: Vec<ChunkId>,
+    /// The passages the answer step was shown, in prompt order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shown: Vec<ChunkId>,
     pub ranked: Vec<ChunkId>,
     /// The document of each entry of `ranked`.
     pub ranked_docs: Vec<String>,
@@ -86,19 +97,24 @@ impl ResultLine {
             .collect();
         let (ranked_docs, ranked_sections): (Vec<_>, Vec<_>) = located.into_iter().unzip();
         let found_by = found_by(answer);
-        let metrics = score(
-            question,
-            &answer.answer,
-            answer.found,
-            &ranked_docs,
-            &ranked_sections,
-        );
+        let metrics = Metrics {
+            in_context: gold_in_context(question, &shown_passages(index, &answer.shown))
+                .map(|held| f64::from(u8::from(held))),
+            ..score(
+                question,
+                &answer.answer,
+                answer.found,
+                &ranked_docs,
+                &ranked_sections,
+            )
+        };
         Self {
             id: question.id.clone(),
             strategy: strategy.to_string(),
             answer: answer.answer.clone(),
             found: answer.found,
             citations: answer.citations.clone(),
+            shown: answer.shown.clone(),
             ranked: answer.ranked.clone(),
             ranked_docs,
             ranked_sections,
@@ -123,6 +139,7 @@ impl ResultLine {
             answer: String::new(),
             found: false,
             citations: Vec::new(),
+            shown: Vec::new(),
             ranked: Vec::new(),
             ranked_docs: Vec::new(),
             ranked_sections: Vec::new(),
@@ -140,6 +157,60 @@ impl ResultLine {
             error: Some(error),
         }
     }
+}
+
+/// What the answer step was shown: each passage's text, document and heading path.
+fn shown_passages(index: &Index, shown: &[ChunkId]) -> Vec<ShownPassage> {
+    shown
+        .iter()
+        .filter_map(|&id| index.row_of(id))
+        .map(|row| {
+            let c = index.chunk(row);
+            ShownPassage {
+                text: c.text().to_string(),
+                doc: c.doc.id.0.clone(),
+                section: c.section().path.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A passage the answer step was shown.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShownPassage {
+    pub text: String,
+    pub doc: String,
+    pub section: Vec<String>,
+}
+
+/// Whether the passages shown held the gold answer: `None` for a question without one
+/// (`absent`). A phrase gold is held when every `;` part, or one alias, occurs word-aligned in
+/// the passages' text. A yes/no gold occurs in no passage as such: it is held when every
+/// supporting document (or gold section) was among the passages shown, the evidence the
+/// answer is decided on.
+pub fn gold_in_context(question: &Question, shown: &[ShownPassage]) -> Option<bool> {
+    if question.is_absent() {
+        return None;
+    }
+    let gold = metrics::normalize_answer(&question.answer);
+    if matches!(gold.as_str(), "yes" | "no") {
+        let held = if question.is_structured() {
+            !question.sections.is_empty()
+                && question
+                    .sections
+                    .iter()
+                    .all(|gold| shown.iter().any(|p| p.section.starts_with(gold)))
+        } else {
+            !question.supporting_ids.is_empty()
+                && question
+                    .supporting_ids
+                    .iter()
+                    .all(|doc| shown.iter().any(|p| &p.doc == doc))
+        };
+        return Some(held);
+    }
+    let text: Vec<&str> = shown.iter().map(|p| p.text.as_str()).collect();
+    Some(metrics::contains(&text.join("\n"), &question.answer, &question.answer_aliases) > 0.0)
 }
 
 /// The origin of the first search that returned a read chunk of each document, from the
@@ -198,6 +269,9 @@ pub fn score(
         contains: structured
             .then(|| metrics::contains(prediction, &question.answer, &question.answer_aliases)),
         abstain: question.is_absent().then(|| f64::from(u8::from(!found))),
+        right: (!question.is_absent())
+            .then(|| metrics::contains(prediction, &question.answer, &question.answer_aliases)),
+        in_context: None,
     }
 }
 
@@ -239,5 +313,67 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(score(&absent, "Paris", true, &[], &[]).abstain, Some(0.0));
+    }
+
+    fn passage(text: &str, doc: &str, section: &[&str]) -> ShownPassage {
+        ShownPassage {
+            text: text.into(),
+            doc: doc.into(),
+            section: section.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn right_is_the_gold_or_an_alias_held_word_aligned_by_the_answer() {
+        let q = question(
+            r#"{"id": "q", "question": "?", "answer": "Ilsa Brandt", "answer_aliases": ["I. Brandt"], "supporting_ids": ["d1"]}"#,
+        );
+        assert_eq!(
+            score(&q, "It was Ilsa Brandt.", true, &[], &[]).right,
+            Some(1.0)
+        );
+        assert_eq!(score(&q, "i brandt", true, &[], &[]).right, Some(1.0));
+        assert_eq!(
+            score(&q, "Ilsa Brandtberg", true, &[], &[]).right,
+            Some(0.0)
+        );
+        let absent = question(r#"{"id": "q", "question": "?", "answer": "", "kind": "absent"}"#);
+        assert_eq!(score(&absent, "not found", false, &[], &[]).right, None);
+    }
+
+    #[test]
+    fn a_phrase_gold_is_in_context_when_a_shown_passage_holds_it() {
+        let q = question(
+            r#"{"id": "q", "question": "?", "answer": "Ilsa Brandt", "supporting_ids": ["d1", "d2"]}"#,
+        );
+        let held = [
+            passage("The mill was sold.", "d9", &[]),
+            passage("Its founder, Ilsa Brandt, left.", "d3", &[]),
+        ];
+        assert_eq!(gold_in_context(&q, &held), Some(true));
+        let missed = [passage("Ilsa Brandtberg founded it.", "d1", &[])];
+        assert_eq!(gold_in_context(&q, &missed), Some(false));
+        assert_eq!(gold_in_context(&q, &[]), Some(false));
+        let absent = question(r#"{"id": "q", "question": "?", "answer": "", "kind": "absent"}"#);
+        assert_eq!(gold_in_context(&absent, &held), None);
+    }
+
+    #[test]
+    fn a_yes_no_gold_is_in_context_when_every_piece_of_evidence_was_shown() {
+        let q = question(
+            r#"{"id": "q", "question": "?", "answer": "yes", "supporting_ids": ["d1", "d2"]}"#,
+        );
+        let one = [passage("yes", "d1", &[]), passage("x", "d3", &[])];
+        assert_eq!(gold_in_context(&q, &one), Some(false));
+        let both = [passage("a", "d2", &[]), passage("b", "d1", &[])];
+        assert_eq!(gold_in_context(&q, &both), Some(true));
+
+        let s = question(
+            r#"{"id": "q", "question": "?", "answer": "No", "sections": [["Report", "Results"]], "kind": "multi"}"#,
+        );
+        let inside = [passage("a", "r", &["Report", "Results", "Revenue"])];
+        assert_eq!(gold_in_context(&s, &inside), Some(true));
+        let beside = [passage("a", "r", &["Report", "Methods"])];
+        assert_eq!(gold_in_context(&s, &beside), Some(false));
     }
 }

@@ -32,6 +32,10 @@ pub struct StrategySummary {
     pub errors: usize,
     /// Share of answers the strategy considered found.
     pub found: f64,
+    /// Right among the questions whose gold answer was in the passages the answer step was
+    /// shown: what the reader made of what the search found. `None` while no answer had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_efficiency: Option<f64>,
     pub cycles: f64,
     /// How many questions ended for each reason.
     pub terminations: BTreeMap<String, usize>,
@@ -67,7 +71,10 @@ impl StrategySummary {
                 f1: mean(&|l| l.metrics.f1),
                 contains: optional_mean(&|l| l.metrics.contains),
                 abstain: optional_mean(&|l| l.metrics.abstain),
+                right: optional_mean(&|l| l.metrics.right),
+                in_context: optional_mean(&|l| l.metrics.in_context),
             },
+            reader_efficiency: reader_efficiency(lines),
             llm_calls: mean(&|l| l.usage.llm_calls as f64),
             prompt_tokens: mean(&|l| l.usage.prompt_tokens as f64),
             completion_tokens: mean(&|l| l.usage.completion_tokens as f64),
@@ -80,6 +87,16 @@ impl StrategySummary {
             supporting_found_by,
         }
     }
+}
+
+/// The mean of `right` over the lines whose gold was in context.
+fn reader_efficiency(lines: &[&ResultLine]) -> Option<f64> {
+    let rights: Vec<f64> = lines
+        .iter()
+        .filter(|l| l.metrics.in_context == Some(1.0))
+        .filter_map(|l| l.metrics.right)
+        .collect();
+    (!rights.is_empty()).then(|| rights.iter().sum::<f64>() / rights.len() as f64)
 }
 
 impl Summary {

@@ -103,6 +103,10 @@ pub struct Answer {
     pub found: bool,
     /// Chunks cited in the reply that the strategy had shown the model, in order of citation.
     pub citations: Vec<ChunkId>,
+    /// The passages the answer step was shown, in prompt order: what eval checks the gold
+    /// answer against (`gold_in_context`). Empty where no answer step read passages.
+    #[serde(default)]
+    pub shown: Vec<ChunkId>,
     /// Every chunk read, most useful first; retrieval recall is computed from it.
     pub ranked: Vec<ChunkId>,
     pub termination: Termination,

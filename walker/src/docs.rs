@@ -566,6 +566,7 @@ impl Strategy for Docs {
                     },
                     text: "Answer: not found\nExplanation: none of the documents read says.".into(),
                     citations: Vec::new(),
+                    shown: Vec::new(),
                 };
                 run.emit(Event::Token {
                     text: answered.text.clone(),

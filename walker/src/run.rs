@@ -44,6 +44,8 @@ pub(crate) struct Answered {
     pub text: String,
     /// Cited chunks that were shown, in order of citation.
     pub citations: Vec<ChunkId>,
+    /// The passages the answer step was shown, in prompt order (after any dropped to fit).
+    pub shown: Vec<ChunkId>,
 }
 
 impl<'a> Run<'a> {
@@ -411,6 +413,7 @@ impl<'a> Run<'a> {
             reply,
             text: completion.text,
             citations,
+            shown,
         })
     }
 
@@ -425,6 +428,7 @@ impl<'a> Run<'a> {
                    question."
                 .into(),
             citations: Vec::new(),
+            shown: Vec::new(),
         }
     }
 
@@ -440,6 +444,7 @@ impl<'a> Run<'a> {
             text: answered.text,
             found: answered.reply.found,
             citations: answered.citations,
+            shown: answered.shown,
             ranked,
             termination,
             cycles,

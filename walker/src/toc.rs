@@ -460,6 +460,7 @@ impl Strategy for Toc {
                         },
                         text: reply,
                         citations: Vec::new(),
+                        shown: Vec::new(),
                     };
                     return Ok(run.finish(answered, Vec::new(), Termination::NoRetrieval, 1));
                 }
@@ -540,6 +541,7 @@ fn not_in_contents() -> Answered {
                hold the answer."
             .into(),
         citations: Vec::new(),
+        shown: Vec::new(),
     }
 }
 

@@ -508,19 +508,34 @@ impl EvalProgress for Progress {
 fn print_summary(summary: &Summary, strategies: &[Box<dyn Strategy>], out: &Path) {
     println!("{}: {} questions", summary.dataset, summary.questions);
     println!(
-        "{:<10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>7}",
-        "strategy", "recall@2", "recall@5", "recall@10", "EM", "F1", "calls", "tokens", "s/q"
+        "{:<10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>7}",
+        "strategy",
+        "recall@2",
+        "recall@5",
+        "recall@10",
+        "EM",
+        "F1",
+        "in ctx",
+        "right",
+        "reader",
+        "calls",
+        "tokens",
+        "s/q"
     );
+    let cell = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.3}"));
     for strategy in strategies {
         if let Some(s) = summary.strategies.get(strategy.name()) {
             println!(
-                "{:<10} {:>9.3} {:>9.3} {:>9.3} {:>6.3} {:>6.3} {:>6.2} {:>9.0} {:>7.1}",
+                "{:<10} {:>9.3} {:>9.3} {:>9.3} {:>6.3} {:>6.3} {:>6} {:>6} {:>6} {:>6.2} {:>9.0} {:>7.1}",
                 strategy.name(),
                 s.scores.recall_2,
                 s.scores.recall_5,
                 s.scores.recall_10,
                 s.scores.em,
                 s.scores.f1,
+                cell(s.scores.in_context),
+                cell(s.scores.right),
+                cell(s.reader_efficiency),
                 s.llm_calls,
                 s.prompt_tokens + s.completion_tokens,
                 s.seconds

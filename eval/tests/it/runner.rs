@@ -92,6 +92,12 @@ fn writes_scored_results_summary_report_and_chart() {
     let q1 = lines.iter().find(|l| l.id == "q1").unwrap();
     assert_eq!(q1.ranked_docs[0], "d1");
     assert_eq!(q1.metrics.recall_2, 1.0);
+    // The answer step was shown what single read, and the mayor's record names her.
+    for line in &lines {
+        assert_eq!(line.shown, line.ranked);
+        assert!(line.metrics.right.is_some() && line.metrics.in_context.is_some());
+    }
+    assert_eq!(q1.metrics.in_context, Some(1.0));
     // single reads only what the question's search found.
     for line in &lines {
         assert_eq!(line.found_by.len(), 3, "{:?}", line.found_by);
@@ -121,6 +127,8 @@ fn writes_scored_results_summary_report_and_chart() {
         "prompt_tokens",
         "completion_tokens",
         "seconds",
+        "in_context",
+        "right",
     ] {
         assert!(json["strategies"]["single"][key].is_number(), "{key}");
     }
@@ -131,6 +139,7 @@ fn writes_scored_results_summary_report_and_chart() {
         "{report}"
     );
     assert!(report.contains("walkrag eval --corpus velmora.jsonl"));
+    assert!(report.contains("| reader efficiency |"), "{report}");
     // Each answer's whole trace, by strategy and question.
     for line in &lines {
         let path = out.join(format!("traces/single/{}.json", line.id));
