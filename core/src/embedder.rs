@@ -79,6 +79,10 @@ pub enum EmbedError {
     /// The forward pass failed.
     #[error("embedding model failed: {0}")]
     Compute(String),
+    /// An embedding server failed, or answered what cannot be used. `server` is its host and
+    /// port only: never a key, never credentials from its URL.
+    #[error("the embedding server at {server} {detail}")]
+    Server { server: String, detail: String },
 }
 
 /// Turns texts into L2-normalised vectors of a fixed dimension.

@@ -156,33 +156,7 @@ impl SentenceEmbedder {
                 )));
             }
         }
-        let st_config = dir.join("sentence_bert_config.json");
-        let max_tokens = if st_config.is_file() {
-            read_json::<SentenceBertConfig>(&st_config)?.max_seq_length
-        } else {
-            None
-        }
-        .unwrap_or(config.max_position_embeddings)
-        .min(config.max_position_embeddings);
-
-        let tokenizer_path = dir.join("tokenizer.json");
-        let mut counter = Tokenizer::from_file(&tokenizer_path)
-            .map_err(|e| load_err(format!("cannot load {}: {e}", tokenizer_path.display())))?;
-        // tokenizer.json may ship fixed padding and a shorter truncation (MiniLM's does: 128);
-        // sentence-transformers overrides both, and so do we.
-        counter.with_padding(None);
-        counter
-            .with_truncation(None)
-            .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
-        let mut tokenizer = counter.clone();
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_tokens,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-                direction: TruncationDirection::Right,
-            }))
-            .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
+        let (counter, tokenizer, max_tokens) = load_tokenizers(dir, &config)?;
 
         let weights = dir.join("model.safetensors");
         let checksum = sha256_prefix(&weights)?;
@@ -364,6 +338,92 @@ fn candle_encoder(
 }
 
 /// The first 12 hex digits of a file's sha256: enough to tell model files apart in a manifest.
+/// The model's tokenizer twice (without truncation, for counting; and truncating at the model's
+/// `max_seq_length`, for encoding) and that length.
+fn load_tokenizers(
+    dir: &Path,
+    config: &BertConfig,
+) -> Result<(Tokenizer, Tokenizer, usize), EmbedError> {
+    let st_config = dir.join("sentence_bert_config.json");
+    let max_tokens = if st_config.is_file() {
+        read_json::<SentenceBertConfig>(&st_config)?.max_seq_length
+    } else {
+        None
+    }
+    .unwrap_or(config.max_position_embeddings)
+    .min(config.max_position_embeddings);
+
+    let tokenizer_path = dir.join("tokenizer.json");
+    let mut counter = Tokenizer::from_file(&tokenizer_path)
+        .map_err(|e| load_err(format!("cannot load {}: {e}", tokenizer_path.display())))?;
+    // tokenizer.json may ship fixed padding and a shorter truncation (MiniLM's does: 128);
+    // sentence-transformers overrides both, and so do we.
+    counter.with_padding(None);
+    counter
+        .with_truncation(None)
+        .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
+    let mut tokenizer = counter.clone();
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            direction: TruncationDirection::Right,
+        }))
+        .map_err(|e| load_err(format!("cannot configure the tokenizer: {e}")))?;
+    Ok((counter, tokenizer, max_tokens))
+}
+
+/// A sentence-transformers model's tokenizer without its weights: what a remote embedder
+/// chunks by, so its chunks are cut exactly as the local model's would be.
+pub(crate) struct TokenCounter {
+    counter: Tokenizer,
+    max_tokens: usize,
+}
+
+impl TokenCounter {
+    /// The tokenizer and token limit of the model an `--embedder` spec names.
+    pub(crate) fn load(spec: &str) -> Result<Self, EmbedError> {
+        let dir = ModelSpec::parse(spec)?.resolve()?;
+        let config: BertConfig = read_json(&dir.join("config.json"))?;
+        let (counter, _, max_tokens) = load_tokenizers(&dir, &config)?;
+        Ok(Self {
+            counter,
+            max_tokens,
+        })
+    }
+
+    pub(crate) fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    pub(crate) fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        count_tokens(&self.counter, text)
+    }
+
+    pub(crate) fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>, EmbedError> {
+        token_spans(&self.counter, text)
+    }
+}
+
+fn count_tokens(counter: &Tokenizer, text: &str) -> Result<usize, EmbedError> {
+    counter
+        .encode(text, true)
+        .map(|e| e.len())
+        .map_err(|e| EmbedError::Tokenize(e.to_string()))
+}
+
+fn token_spans(counter: &Tokenizer, text: &str) -> Result<Vec<Range<usize>>, EmbedError> {
+    let encoding = counter
+        .encode(text, false)
+        .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+    Ok(encoding
+        .get_offsets()
+        .iter()
+        .map(|&(start, end)| start..end)
+        .collect())
+}
+
 fn sha256_prefix(path: &Path) -> Result<String, EmbedError> {
     let mut sum = walkrag_core::sha256_file(path)
         .map_err(|e| load_err(format!("cannot read {}: {e}", path.display())))?;
@@ -417,22 +477,11 @@ impl Embedder for SentenceEmbedder {
     }
 
     fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
-        self.counter
-            .encode(text, true)
-            .map(|e| e.len())
-            .map_err(|e| EmbedError::Tokenize(e.to_string()))
+        count_tokens(&self.counter, text)
     }
 
     fn token_spans(&self, text: &str) -> Result<Vec<Range<usize>>, EmbedError> {
-        let encoding = self
-            .counter
-            .encode(text, false)
-            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
-        Ok(encoding
-            .get_offsets()
-            .iter()
-            .map(|&(start, end)| start..end)
-            .collect())
+        token_spans(&self.counter, text)
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Embeddings, EmbedError> {

@@ -2,3 +2,4 @@
 //! scripts/fetch-models.sh) and the sentence-transformers goldens in ../shared/golden.
 
 mod golden;
+mod remote;

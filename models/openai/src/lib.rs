@@ -39,7 +39,7 @@ mod config;
 mod decode;
 mod error;
 mod model;
-mod retry;
+pub mod retry;
 mod sse;
 mod wire;
 

@@ -1,4 +1,5 @@
-//! When to try again: exponential backoff with jitter, and the wait a server asks for.
+//! When to try again: exponential backoff with jitter, and the wait a server asks for. Shared
+//! with the embeddings client (`walkrag-embed`'s `openai:` embedder).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -9,7 +10,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 /// The delay before retry number `attempt + 1`: `base * 2^attempt`, capped at `cap`, of which
 /// a random half is dropped ("equal jitter") so that clients that failed together do not
 /// come back together.
-pub(crate) fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
+pub fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
     let full = base.saturating_mul(2u32.saturating_pow(attempt)).min(cap);
     let half = full / 2;
     half + half.mul_f64(unit_random())
@@ -24,7 +25,7 @@ fn unit_random() -> f64 {
 /// The wait the server asks for: `retry-after-ms` (Azure, some proxies) or `Retry-After` in
 /// seconds (fractions allowed) or as an HTTP date (IMF-fixdate only; the obsolete RFC 850 and
 /// asctime forms are ignored).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name| {
         headers
             .get(name)
