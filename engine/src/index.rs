@@ -31,6 +31,7 @@ use crate::ids::{ChunkId, DocId, SectionId};
 use crate::ingest::{SkipReason, Skipped};
 use crate::markdown::Section;
 use crate::plan::{self, Known, Plan, Reuse};
+use crate::resume::Resumable;
 use crate::store::{Store, StoreSearch};
 
 /// The version of the layout above; an index of another version is refused with advice.
@@ -603,6 +604,8 @@ pub struct Summary {
     pub kept_after_error: usize,
     /// Chunks embedded by this update (the rest were reused).
     pub embedded: usize,
+    /// Of those, chunks whose vectors an unfinished earlier update had left (folder index).
+    pub resumed: usize,
     /// Indexable files found.
     pub files: usize,
     /// Files of kinds walkrag does not index, found while walking directories.
@@ -737,8 +740,10 @@ pub fn update(
         docs.push(indexed);
         vectors.extend_from_slice(&v);
     }
+    // What an unfinished earlier update embedded is taken from its partial file.
+    let resumable = Resumable::open(dir, embedder)?;
     let (embed_seconds, embedded) =
-        plan::embed_documents(to_embed, embedder, &chunking, progress, |ready| {
+        plan::embed_documents(to_embed, &resumable, &chunking, progress, |ready| {
             for (indexed, v) in ready {
                 docs.push(indexed);
                 vectors.extend_from_slice(&v);
@@ -746,6 +751,7 @@ pub fn update(
             Ok::<(), IndexError>(())
         })?;
     summary.embedded = embedded;
+    summary.resumed = resumable.reused();
     summary.embed_seconds = embed_seconds;
     let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
 
@@ -779,6 +785,7 @@ pub fn update(
             .unwrap_or(0),
     };
     write_generation(dir, manifest, &docs, &vectors, graph.as_ref())?;
+    resumable.finish();
     summary.documents = docs.len();
     summary.chunks = chunks;
     summary.written = true;

@@ -9,6 +9,7 @@
 //! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
 //!   searches it.
 //! - [`plan`] decides what an update re-embeds (by content hash) and embeds it, for every store.
+//! - `resume` keeps an unfinished folder-index update's vectors, so a re-run embeds only the rest.
 //! - [`store`] is the interface both index stores implement: the folder index and Postgres.
 //! - [`jsonl_file`] reads back the JSON Lines files kept beside an index or a run.
 //! - [`lexical`] scores short texts by their words (BM25) and fuses rankings.
@@ -26,6 +27,7 @@ pub mod lexical;
 pub mod markdown;
 pub mod outline;
 pub mod plan;
+mod resume;
 pub mod store;
 
 pub use ann::AnnParams;
