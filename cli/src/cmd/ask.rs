@@ -110,6 +110,8 @@ pub struct Args {
     /// Embedding model [default: the one the index was built with].
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
@@ -153,8 +155,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Some(by_name(&args.strategy, &options)?)
     };
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
+    let (index, embedder) = super::query::open_with_embedder(
+        &args.index,
+        &args.store,
+        args.embedder.as_deref(),
+        &args.remote,
+    )?;
     let strategy: Box<dyn Strategy> = match strategy {
         Some(strategy) => strategy,
         None => {
@@ -172,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let model = super::load_chat_model(&args.model)?;
-    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
+    let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     if args.interactive {
         control.pause_with(Box::new(ask_how_to_go_on));
     }

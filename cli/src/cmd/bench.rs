@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use serde::{Deserialize, Serialize};
-use walkrag_embed::{BatchPolicy, Embedder, SentenceEmbedder, DEFAULT_EMBEDDER};
+use walkrag_embed::{remote_model, BatchPolicy, Embedder, SentenceEmbedder, DEFAULT_EMBEDDER};
 
 /// Measure speed on this machine. Compare against a baseline run back to back, in the same
 /// session: absolute figures vary by tens of percent between machines of one kind.
@@ -33,16 +33,26 @@ pub struct EmbedArgs {
     /// JSON Lines corpus with "title" and "text" fields.
     #[arg(long)]
     corpus: PathBuf,
-    /// Embedding model: `minilm`, a sentence-transformers folder, or a hub id.
+    /// Embedding model: `minilm`, a sentence-transformers folder, a hub id, or `openai:MODEL`
+    /// on an OpenAI-compatible server (then measured at each --sweep concurrency, beside the
+    /// local --local model in the same run).
     #[arg(long, default_value = DEFAULT_EMBEDDER)]
     embedder: String,
+    /// With an `openai:` embedder: the local model measured beside it, as the baseline.
+    #[arg(long, value_name = "SPEC", default_value = DEFAULT_EMBEDDER)]
+    local: String,
+    /// With an `openai:` embedder: the requests in flight to measure, comma-separated.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
+    sweep: Vec<usize>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// Full passes over the corpus; the median is reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Most texts per forward pass.
+    /// Most texts per forward pass (local models).
     #[arg(long, default_value_t = BatchPolicy::default().max_batch)]
     batch: usize,
-    /// Most padded tokens per forward pass.
+    /// Most padded tokens per forward pass (local models).
     #[arg(long, default_value_t = BatchPolicy::default().max_batch_tokens)]
     batch_tokens: usize,
     /// Print one JSON object instead of a table.
@@ -57,8 +67,11 @@ struct Passage {
     text: String,
 }
 
+/// One embedder's figures. With an `openai:` embedder the top level is its run at
+/// --embed-concurrency, `sweep` every measured concurrency and `local` the baseline.
 #[derive(Serialize)]
 struct EmbedReport {
+    embedder: String,
     passages: usize,
     tokens: usize,
     seconds: f64,
@@ -70,6 +83,13 @@ struct EmbedReport {
     batch: usize,
     batch_tokens: usize,
     runs_s: Vec<f64>,
+    /// Requests in flight (`openai:` embedders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrency: Option<usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sweep: Vec<EmbedReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local: Option<Box<EmbedReport>>,
 }
 
 /// The query timed for latency: the one sentence-transformers' baseline times.
@@ -103,9 +123,108 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
         max_batch: args.batch,
         max_batch_tokens: args.batch_tokens,
     };
-    let embedder = SentenceEmbedder::load(&args.embedder)
-        .context("cannot load the embedder")?
-        .with_batch_policy(policy);
+    let local = |spec: &str| -> anyhow::Result<EmbedReport> {
+        let embedder = SentenceEmbedder::load(spec)
+            .context("cannot load the embedder")?
+            .with_batch_policy(policy);
+        let mut report = measure(&embedder, &texts, args.runs)?;
+        report.threads = walkrag_embed::compute_threads();
+        report.batch = policy.max_batch;
+        report.batch_tokens = policy.max_batch_tokens;
+        Ok(report)
+    };
+    let report = if remote_model(&args.embedder).is_some() {
+        ensure!(
+            !args.sweep.is_empty() && !args.sweep.contains(&0),
+            "--sweep takes concurrencies of at least 1"
+        );
+        eprintln!("local baseline: {}", args.local);
+        let baseline = local(&args.local)?;
+        let mut concurrencies = args.sweep.clone();
+        if !concurrencies.contains(&args.remote.embed_concurrency) {
+            concurrencies.push(args.remote.embed_concurrency);
+        }
+        let mut sweep = Vec::new();
+        for concurrency in concurrencies {
+            eprintln!("{}: {concurrency} requests in flight", args.embedder);
+            let settings = super::query::RemoteEmbedArgs {
+                embed_concurrency: concurrency,
+                ..args.remote.clone()
+            };
+            let embedder = settings.load(&args.embedder)?;
+            let mut report = measure(embedder.as_ref(), &texts, args.runs)?;
+            report.concurrency = Some(concurrency);
+            report.batch = args.remote.embed_batch;
+            sweep.push(report);
+        }
+        let at = sweep
+            .iter()
+            .position(|r| r.concurrency == Some(args.remote.embed_concurrency))
+            .expect("measured above");
+        let mut top = sweep.remove(at);
+        sweep.insert(at, measured_copy(&top));
+        sweep.sort_by_key(|r| r.concurrency);
+        top.sweep = sweep;
+        top.local = Some(Box::new(baseline));
+        top
+    } else {
+        local(&args.embedder)?
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(local) = &report.local {
+        println!(
+            "{:<44} {:>11} {:>12} {:>11}",
+            "embedder", "in flight", "passages/s", "query p50"
+        );
+        let row = |r: &EmbedReport| {
+            println!(
+                "{:<44} {:>11} {:>12.1} {:>8.2} ms",
+                r.embedder,
+                r.concurrency.map_or("-".into(), |c| c.to_string()),
+                r.passages_per_s,
+                r.query_ms_p50
+            )
+        };
+        row(local);
+        report.sweep.iter().for_each(row);
+        println!(
+            "passages {}, tokens {}, median of {} runs; local threads {}",
+            report.passages, report.tokens, args.runs, local.threads
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("embedder        {}", report.embedder);
+    println!("passages        {}", report.passages);
+    println!("tokens          {}", report.tokens);
+    println!(
+        "seconds         {:.3} (median of {})",
+        report.seconds, args.runs
+    );
+    println!("passages/s      {:.1}", report.passages_per_s);
+    println!("tokens/s        {:.0}", report.tokens_per_s);
+    println!("query p50       {:.2} ms", report.query_ms_p50);
+    println!("query p90       {:.2} ms", report.query_ms_p90);
+    println!("threads         {}", report.threads);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The figures of `report` without its nested reports.
+fn measured_copy(report: &EmbedReport) -> EmbedReport {
+    EmbedReport {
+        embedder: report.embedder.clone(),
+        runs_s: report.runs_s.clone(),
+        sweep: Vec::new(),
+        local: None,
+        ..*report
+    }
+}
+
+/// One warm-up pass over a sample, `runs` timed passes over `texts`, then the latency of one
+/// query embedded alone (never from a cache).
+fn measure(embedder: &dyn Embedder, texts: &[&str], runs: usize) -> anyhow::Result<EmbedReport> {
     let tokens: usize = texts
         .iter()
         .map(|t| {
@@ -114,13 +233,12 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
                 .map(|n| n.min(embedder.max_tokens()))
         })
         .sum::<Result<_, _>>()?;
-
     eprintln!("warming up on {} passages ...", texts.len().min(64));
     embedder.embed(&texts[..texts.len().min(64)])?;
-    let mut runs_s = Vec::with_capacity(args.runs);
-    for run in 1..=args.runs {
+    let mut runs_s = Vec::with_capacity(runs);
+    for run in 1..=runs {
         let start = Instant::now();
-        let out = embedder.embed(&texts)?;
+        let out = embedder.embed(texts)?;
         let secs = start.elapsed().as_secs_f64();
         ensure!(
             out.len() == texts.len(),
@@ -129,8 +247,7 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
             texts.len()
         );
         eprintln!(
-            "run {run}/{}: {secs:.2} s ({:.1} passages/s)",
-            args.runs,
+            "run {run}/{runs}: {secs:.2} s ({:.1} passages/s)",
             texts.len() as f64 / secs
         );
         runs_s.push(secs);
@@ -140,12 +257,12 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
     let mut query_ms = Vec::with_capacity(QUERY_RUNS);
     for _ in 0..QUERY_RUNS {
         let start = Instant::now();
-        embedder.embed_one(QUERY)?;
+        embedder.embed(&[QUERY])?;
         query_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     query_ms.sort_by(f64::total_cmp);
-
-    let report = EmbedReport {
+    Ok(EmbedReport {
+        embedder: embedder.id().to_string(),
         passages: texts.len(),
         tokens,
         seconds,
@@ -153,28 +270,14 @@ fn embed(args: EmbedArgs) -> anyhow::Result<ExitCode> {
         tokens_per_s: tokens as f64 / seconds,
         query_ms_p50: median(&query_ms),
         query_ms_p90: query_ms[query_ms.len() * 9 / 10],
-        threads: walkrag_embed::compute_threads(),
-        batch: policy.max_batch,
-        batch_tokens: policy.max_batch_tokens,
+        threads: 0,
+        batch: 0,
+        batch_tokens: 0,
         runs_s,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!("embedder        {}", embedder.id());
-        println!("passages        {}", report.passages);
-        println!("tokens          {}", report.tokens);
-        println!(
-            "seconds         {:.3} (median of {})",
-            report.seconds, args.runs
-        );
-        println!("passages/s      {:.1}", report.passages_per_s);
-        println!("tokens/s        {:.0}", report.tokens_per_s);
-        println!("query p50       {:.2} ms", report.query_ms_p50);
-        println!("query p90       {:.2} ms", report.query_ms_p90);
-        println!("threads         {}", report.threads);
-    }
-    Ok(ExitCode::SUCCESS)
+        concurrency: None,
+        sweep: Vec::new(),
+        local: None,
+    })
 }
 
 pub fn median(values: &[f64]) -> f64 {

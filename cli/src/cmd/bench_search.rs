@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use serde::{Deserialize, Serialize};
-use walkrag_embed::Embedder;
 use walkrag_engine::ann::{self, AnnParams, Graph};
 use walkrag_engine::Index;
 use walkrag_eval::metrics::recall_at;
@@ -119,8 +118,12 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         drop(Index::open(&args.index)?);
         open_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, &Default::default(), None)?;
+    let (index, embedder) = super::query::open_with_embedder(
+        &args.index,
+        &Default::default(),
+        None,
+        &Default::default(),
+    )?;
     ensure!(
         !index.is_empty(),
         "the index at {} holds no chunks",

@@ -84,6 +84,8 @@ pub struct Args {
     /// Embedding model [default: the one the index was built with] (with --strategy).
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// The model that reads whole documents (--strategy docs) [default: --model].
     #[arg(long, value_name = "SPEC")]
     reader_model: Option<String>,
@@ -289,12 +291,16 @@ async fn turn(
 /// `--strategy actions`: each line is a request; found operations and the history stay for
 /// the next one.
 fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
+    let (index, embedder) = super::query::open_with_embedder(
+        &args.index,
+        &args.store,
+        args.embedder.as_deref(),
+        &args.remote,
+    )?;
     let model = super::load_chat_model(&args.model)?;
     let confirm = super::actions::confirmation(&args.actions);
     let strategy = super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
-    let env = super::env(&index, &embedder, model.as_ref(), false);
+    let env = super::env(&index, embedder.as_ref(), model.as_ref(), false);
     let runtime = super::runtime()?;
     let mut conversation = Conversation::new();
     let intro = format!(
@@ -350,10 +356,14 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
         };
         by_name(name, &options)?
     };
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
+    let (index, embedder) = super::query::open_with_embedder(
+        &args.index,
+        &args.store,
+        args.embedder.as_deref(),
+        &args.remote,
+    )?;
     let model = super::load_chat_model(&args.model)?;
-    let env = super::env(&index, &embedder, model.as_ref(), false);
+    let env = super::env(&index, embedder.as_ref(), model.as_ref(), false);
     let runtime = super::runtime()?;
     let documents = index.documents().len();
     let intro = format!(

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use walkrag_embed::{Embedder, SentenceEmbedder, DEFAULT_EMBEDDER};
+use walkrag_embed::DEFAULT_EMBEDDER;
 
 /// Embed texts: reads `{"id": str, "text": str}` per line, writes `{"id": str, "embedding": [f32]}`.
 ///
@@ -16,9 +16,12 @@ use walkrag_embed::{Embedder, SentenceEmbedder, DEFAULT_EMBEDDER};
 /// Example: echo '{"id":"a","text":"hello"}' | walkrag embed
 #[derive(clap::Args)]
 pub struct Args {
-    /// Embedding model: `minilm`, a sentence-transformers folder, or a hub id.
+    /// Embedding model: `minilm`, a sentence-transformers folder, a hub id, or `openai:MODEL`
+    /// on an OpenAI-compatible server.
     #[arg(long, default_value = DEFAULT_EMBEDDER)]
     embedder: String,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// JSON Lines input file (default: stdin).
     #[arg(long)]
     input: Option<PathBuf>,
@@ -41,7 +44,7 @@ const CHUNK: usize = 256;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let inputs: Vec<Input> = super::read_jsonl(args.input.as_deref())?;
-    let embedder = SentenceEmbedder::load(&args.embedder)?;
+    let embedder = args.remote.load(&args.embedder)?;
     let bar = super::progress_bar(inputs.len() as u64, "embedding");
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, ensure, Context};
 use indicatif::ProgressBar;
 use walkrag_core::ChatModel;
-use walkrag_embed::SentenceEmbedder;
+use walkrag_embed::Embedder;
 use walkrag_engine::{ChunkSpec, FolderStore, Index, Store, UpdateOptions};
 use walkrag_eval::actions::{self, ActionProgress, ActionResult, ActionSettings};
 use walkrag_eval::{load_questions, runner, EvalProgress, ResultLine, Settings, Summary};
@@ -135,6 +135,8 @@ pub struct Args {
     /// Embedding model [default: the index's own, else minilm].
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// Questions answered at the same time (useful with a server that batches; a local model
     /// answers one at a time anyway).
     #[arg(long, default_value_t = 1)]
@@ -195,9 +197,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let index_dir = args.index.clone().unwrap_or_else(|| args.out.join("index"));
     let store: Arc<dyn Store> = super::query::open_store(&index_dir, &args.store)?.into();
-    let (index, embedder) = index_corpus(store, &args.corpus, args.embedder.as_deref())?;
+    let (index, embedder) =
+        index_corpus(store, &args.corpus, args.embedder.as_deref(), &args.remote)?;
     let model = unconstrained(super::load_chat_model(&args.model)?, args.unconstrained);
-    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
+    let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     let settings = Settings {
         dataset,
         command: command_line(),
@@ -233,7 +236,8 @@ fn index_corpus(
     store: Arc<dyn Store>,
     corpus: &[PathBuf],
     embedder: Option<&str>,
-) -> anyhow::Result<(Index, SentenceEmbedder)> {
+    remote: &super::query::RemoteEmbedArgs,
+) -> anyhow::Result<(Index, Box<dyn Embedder>)> {
     for path in corpus {
         ensure!(
             path.exists(),
@@ -242,15 +246,15 @@ fn index_corpus(
         );
     }
     let spec = super::index::embedder_spec(store.as_ref(), embedder);
-    let model = SentenceEmbedder::load(&spec)?;
+    let model = remote.load(&spec)?;
     let options = UpdateOptions {
-        chunking: Some(ChunkSpec::for_embedder(&model)),
+        chunking: Some(ChunkSpec::for_embedder(model.as_ref())),
         ..UpdateOptions::default()
     };
     let location = store.location();
     eprintln!("indexing the corpus in {location} ...");
     let bars = super::index::Bars::new();
-    let summary = store.update(corpus, &model, &spec, &options, &bars);
+    let summary = store.update(corpus, model.as_ref(), &spec, &options, &bars);
     bars.clear();
     let summary = summary?;
     ensure!(
@@ -264,7 +268,7 @@ fn index_corpus(
         if summary.written { "" } else { " (up to date)" }
     );
     let index = store.load()?;
-    index.check_embedder(&model)?;
+    index.check_embedder(model.as_ref())?;
     Ok((index, model))
 }
 
@@ -297,9 +301,10 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         Arc::new(FolderStore::new(&index_dir)),
         &paths,
         args.embedder.as_deref(),
+        &args.remote,
     )?;
     let model = super::load_chat_model(&args.model)?;
-    let env = super::env(&index, &embedder, model.as_ref(), args.exact);
+    let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     let settings = ActionSettings {
         dataset,
         command: command_line(),

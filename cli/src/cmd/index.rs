@@ -9,7 +9,7 @@ use anyhow::{ensure, Context};
 use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
 use walkrag_actions::{is_openapi, Catalog, ExamplesFile, GivenExamples};
-use walkrag_embed::{SentenceEmbedder, DEFAULT_EMBEDDER};
+use walkrag_embed::{Embedder, DEFAULT_EMBEDDER};
 use walkrag_engine::{AnnParams, ChunkSpec, Progress, Skipped, Store, UpdateOptions};
 use walkrag_walker::contents::{ContentsFile, Generator};
 
@@ -69,10 +69,13 @@ pub struct Args {
     index: PathBuf,
     #[command(flatten)]
     store: super::query::StoreArg,
-    /// Embedding model: `minilm`, a sentence-transformers folder, or a hub id [default: the
-    /// index's own, else minilm].
+    /// Embedding model: `minilm`, a sentence-transformers folder, a hub id, or `openai:MODEL`
+    /// on an OpenAI-compatible server (WALKRAG_EMBED_BASE_URL, else OPENAI_BASE_URL; key from
+    /// OPENAI_API_KEY; see docs/store.md) [default: the index's own, else minilm].
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// Start from nothing instead of updating (needed to change the embedder or chunking).
     #[arg(long)]
     rebuild: bool,
@@ -191,8 +194,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = super::query::open_store(&args.index, &args.store)?;
     let in_database = args.store.url.is_some();
     let spec = embedder_spec(store.as_ref(), args.embedder.as_deref());
-    let embedder = SentenceEmbedder::load(&spec)?;
-    let mut chunking = ChunkSpec::for_embedder(&embedder);
+    let embedder = args.remote.load(&spec)?;
+    let mut chunking = ChunkSpec::for_embedder(embedder.as_ref());
     if let Some(tokens) = args.chunk_tokens {
         ensure!(
             (32..=chunking.max_tokens).contains(&tokens),
@@ -231,7 +234,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let paths = specs_as_records(&args.index, &args.paths, &mut specs)?;
     let bars = Bars::new();
-    let summary = store.update(&paths, &embedder, &spec, &options, &bars);
+    let summary = store.update(&paths, embedder.as_ref(), &spec, &options, &bars);
     bars.clear();
     let summary = summary?;
 
@@ -252,12 +255,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             summary.seconds
         );
         println!(
-            "  {} new, {} changed, {} unchanged, {} removed; {} chunks embedded{}",
+            "  {} new, {} changed, {} unchanged, {} removed; {} chunks embedded{}{}",
             summary.added,
             summary.changed,
             summary.unchanged,
             summary.removed,
             summary.embedded,
+            if summary.resumed > 0 {
+                format!(
+                    " ({} of them kept from an unfinished earlier run)",
+                    summary.resumed
+                )
+            } else {
+                String::new()
+            },
             if summary.embedded > 0 && summary.embed_seconds > 0.0 {
                 format!(
                     " ({:.0}/s)",
@@ -290,7 +301,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if args.toc {
-        write_contents(&args.index, &embedder, &args.toc_model)?;
+        write_contents(&args.index, embedder.as_ref(), &args.toc_model)?;
     }
     Ok(if summary.documents > 0 {
         ExitCode::SUCCESS
@@ -301,7 +312,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// `--toc`: a table of contents for each document of the index without headings that has
 /// none for its current text, each saved when done.
-fn write_contents(dir: &Path, embedder: &SentenceEmbedder, model_spec: &str) -> anyhow::Result<()> {
+fn write_contents(dir: &Path, embedder: &dyn Embedder, model_spec: &str) -> anyhow::Result<()> {
     let index = walkrag_engine::Index::open(dir)?;
     let mut file = ContentsFile::of_index(dir)?;
     let missing: Vec<String> = file

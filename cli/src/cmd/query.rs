@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use walkrag_embed::{Embedder, SentenceEmbedder};
+use walkrag_embed::{Embedder, RemoteConfig};
 use walkrag_engine::outline::{self, snippet};
 use walkrag_engine::{FolderStore, Index, IndexedDoc, Item, Passage, Resolved, Store, StoreSearch};
 use walkrag_pgstore::PgStore;
@@ -39,19 +39,73 @@ pub fn open_store(dir: &Path, store: &StoreArg) -> anyhow::Result<Box<dyn Store>
     }
 }
 
+/// How an `openai:MODEL` embedder talks to its server (local embedders ignore these).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Embedding server (--embedder openai:MODEL)")]
+pub struct RemoteEmbedArgs {
+    /// Requests in flight at once to the embedding server.
+    #[arg(long, value_name = "N", default_value_t = RemoteConfig::new("", "").concurrency)]
+    pub embed_concurrency: usize,
+    /// Texts per request to the embedding server.
+    #[arg(long, value_name = "N", default_value_t = RemoteConfig::new("", "").batch)]
+    pub embed_batch: usize,
+    /// Seconds one request to the embedding server may take before it is retried.
+    #[arg(long, value_name = "SECS", default_value_t = RemoteConfig::new("", "").timeout.as_secs_f64())]
+    pub embed_timeout: f64,
+    /// Retries of a request that failed transiently (429, 5xx, a dropped connection, a
+    /// timeout), with backoff or the server's Retry-After.
+    #[arg(long, value_name = "N", default_value_t = RemoteConfig::new("", "").max_retries)]
+    pub embed_retries: u32,
+}
+
+impl Default for RemoteEmbedArgs {
+    fn default() -> Self {
+        let config = RemoteConfig::new("", "");
+        Self {
+            embed_concurrency: config.concurrency,
+            embed_batch: config.batch,
+            embed_timeout: config.timeout.as_secs_f64(),
+            embed_retries: config.max_retries,
+        }
+    }
+}
+
+impl RemoteEmbedArgs {
+    /// The embedder `spec` names: a local model, or `openai:MODEL` on the server that
+    /// WALKRAG_EMBED_BASE_URL (else OPENAI_BASE_URL) names, with these settings.
+    pub fn load(&self, spec: &str) -> anyhow::Result<Box<dyn Embedder>> {
+        anyhow::ensure!(
+            self.embed_concurrency > 0 && self.embed_batch > 0,
+            "--embed-concurrency and --embed-batch must be at least 1"
+        );
+        let timeout = std::time::Duration::try_from_secs_f64(self.embed_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--embed-timeout must be a positive number of seconds")?;
+        Ok(walkrag_embed::load(spec, |config| {
+            config.concurrency = self.embed_concurrency;
+            config.batch = self.embed_batch;
+            config.timeout = timeout;
+            config.max_retries = self.embed_retries;
+        })?)
+    }
+}
+
 /// Opens `store` with the embedder it was built with (or `spec`, if it matches).
 pub fn store_with_embedder(
     store: &dyn Store,
     spec: Option<&str>,
-) -> anyhow::Result<SentenceEmbedder> {
+    remote: &RemoteEmbedArgs,
+) -> anyhow::Result<Box<dyn Embedder>> {
     let built = match store.embedder()? {
         Some(built) => built,
         None => return Err(store.not_found().into()),
     };
     let spec = spec.unwrap_or(&built.spec).to_string();
-    let embedder = SentenceEmbedder::load(&spec)
+    let embedder = remote
+        .load(&spec)
         .with_context(|| format!("cannot load the embedder {spec:?} this index was built with"))?;
-    store.check_embedder(&embedder)?;
+    store.check_embedder(embedder.as_ref())?;
     Ok(embedder)
 }
 
@@ -61,15 +115,17 @@ pub fn open_with_embedder(
     dir: &Path,
     store: &StoreArg,
     spec: Option<&str>,
-) -> anyhow::Result<(Index, SentenceEmbedder)> {
+    remote: &RemoteEmbedArgs,
+) -> anyhow::Result<(Index, Box<dyn Embedder>)> {
     let index = match store.url {
         None => Index::open(dir)?,
         Some(_) => Arc::<dyn Store>::from(open_store(dir, store)?).load()?,
     };
     let spec = spec.unwrap_or(&index.manifest().embedder.spec).to_string();
-    let embedder = SentenceEmbedder::load(&spec)
+    let embedder = remote
+        .load(&spec)
         .with_context(|| format!("cannot load the embedder {spec:?} this index was built with"))?;
-    index.check_embedder(&embedder)?;
+    index.check_embedder(embedder.as_ref())?;
     Ok((index, embedder))
 }
 
@@ -96,6 +152,8 @@ pub struct SearchArgs {
     /// Embedding model [default: the one the index was built with].
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: RemoteEmbedArgs,
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
@@ -106,7 +164,7 @@ pub struct SearchArgs {
 
 pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(&args.index, &args.store)?;
-    let embedder = store_with_embedder(store.as_ref(), args.embedder.as_deref())?;
+    let embedder = store_with_embedder(store.as_ref(), args.embedder.as_deref(), &args.remote)?;
     let query = embedder.embed_one(&args.query)?;
     let options = StoreSearch {
         ef_search: args.ef_search,

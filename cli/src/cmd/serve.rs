@@ -75,6 +75,8 @@ struct EngineArgs {
     /// Embedding model [default: the one the index was built with].
     #[arg(long)]
     embedder: Option<String>,
+    #[command(flatten)]
+    remote: super::query::RemoteEmbedArgs,
     /// Scan every vector instead of walking the HNSW graph.
     #[arg(long)]
     exact: bool,
@@ -118,12 +120,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The index, its embedder and the chat model, loaded once.
 fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
-    let (index, embedder) =
-        super::query::open_with_embedder(&args.index, &args.store, args.embedder.as_deref())?;
+    let (index, embedder) = super::query::open_with_embedder(
+        &args.index,
+        &args.store,
+        args.embedder.as_deref(),
+        &args.remote,
+    )?;
     let model = super::load_chat_model(&args.model)?;
     Ok(Arc::new(Engine {
         index,
-        embedder: Arc::new(embedder),
+        embedder: Arc::from(embedder),
         model,
         search: SearchParams {
             ef_search: None,

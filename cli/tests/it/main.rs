@@ -5,6 +5,7 @@ mod ask_eval;
 mod crash;
 mod docs;
 mod index;
+mod remote;
 mod serve;
 mod store;
 
