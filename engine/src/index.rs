@@ -28,11 +28,11 @@ use crate::ann::{self, AnnParams, Graph};
 use crate::chunk::{Chunk, ChunkSpec};
 use crate::document::Document;
 use crate::ids::{ChunkId, DocId, SectionId};
-use crate::ingest::{SkipReason, Skipped};
+use crate::indexed::Nearest;
+pub use crate::indexed::{IndexedDoc, Progress, Quiet, Summary};
 use crate::markdown::Section;
 use crate::plan::{self, Known, Plan, Reuse};
 use crate::resume::Resumable;
-use crate::store::{Store, StoreSearch};
 
 /// The version of the layout above; an index of another version is refused with advice.
 pub const FORMAT_VERSION: u32 = 1;
@@ -104,13 +104,6 @@ pub struct Manifest {
     pub created_unix: u64,
 }
 
-/// A document and its chunks, one line of `docs.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IndexedDoc {
-    pub doc: Document,
-    pub chunks: Vec<Chunk>,
-}
-
 /// One chunk of the index with its document.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkRef<'a> {
@@ -164,7 +157,7 @@ pub struct Index {
     vectors: Vec<f32>,
     graph: Option<Graph>,
     /// The store that searches for this index, where it was loaded from one.
-    store: Option<Arc<dyn Store>>,
+    store: Option<Arc<dyn Nearest>>,
     /// Whether a failed store search was already reported (later ones fall back quietly).
     store_failed: AtomicBool,
     by_doc: HashMap<String, usize>,
@@ -263,7 +256,7 @@ impl Index {
     /// whose searches `store` answers. A chunk the store returns that `docs` lacks (written
     /// after they were read) is left out of results.
     pub fn of_store(
-        store: Arc<dyn Store>,
+        store: Arc<dyn Nearest>,
         manifest: Manifest,
         docs: Vec<IndexedDoc>,
         vectors: Vec<f32>,
@@ -422,7 +415,7 @@ impl Index {
     /// where the store fails, which is reported once.
     fn search_store(
         &self,
-        store: &dyn Store,
+        store: &dyn Nearest,
         query: &[f32],
         k: usize,
         ef_search: Option<usize>,
@@ -430,11 +423,8 @@ impl Index {
     ) -> Option<Vec<(usize, f32)>> {
         let mut want = k;
         loop {
-            let options = StoreSearch {
-                ef_search: Some(ef_search.unwrap_or(self.manifest.ann.ef_search).max(want)),
-                exact: false,
-            };
-            let passages = match store.search(query, want, &options) {
+            let ef_search = ef_search.unwrap_or(self.manifest.ann.ef_search).max(want);
+            let passages = match store.nearest(query, want, ef_search) {
                 Ok(passages) => passages,
                 Err(e) => {
                     if !self.store_failed.swap(true, Ordering::Relaxed) {
@@ -449,7 +439,7 @@ impl Index {
             let exhausted = passages.len() < want;
             let found: Vec<(usize, f32)> = passages
                 .iter()
-                .filter_map(|p| Some((self.row_of(p.chunk_id)?, p.score)))
+                .filter_map(|&(chunk, score)| Some((self.row_of(chunk)?, score)))
                 .filter(|&(row, _)| keep_row(row))
                 .take(k)
                 .collect();
@@ -568,67 +558,6 @@ pub struct UpdateOptions {
     /// Chunk sizes; the embedder's limits when `None`.
     pub chunking: Option<ChunkSpec>,
     pub ann: AnnParams,
-}
-
-/// Hooks for progress and warnings while updating; every method has a no-op default.
-pub trait Progress: Sync {
-    /// A file or record was left out; the update goes on.
-    fn skipped(&self, _skipped: &Skipped) {}
-    /// `done` of `total` files read.
-    fn read(&self, _done: usize, _total: usize) {}
-    /// `done` of `total` chunks embedded.
-    fn embedded(&self, _done: usize, _total: usize) {}
-    /// A new phase begins ("building the HNSW graph", "writing").
-    fn phase(&self, _name: &str) {}
-}
-
-/// Progress that only logs warnings through `tracing`.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn skipped(&self, skipped: &Skipped) {
-        tracing::warn!("{skipped}");
-    }
-}
-
-/// What an update did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Summary {
-    pub documents: usize,
-    pub chunks: usize,
-    pub added: usize,
-    pub changed: usize,
-    pub unchanged: usize,
-    pub removed: usize,
-    /// Documents kept as previously indexed because their file could not be read this time.
-    pub kept_after_error: usize,
-    /// Chunks embedded by this update (the rest were reused).
-    pub embedded: usize,
-    /// Of those, chunks whose vectors an unfinished earlier update had left (folder index).
-    pub resumed: usize,
-    /// Indexable files found.
-    pub files: usize,
-    /// Files of kinds walkrag does not index, found while walking directories.
-    pub other_files: usize,
-    pub skipped: Vec<Skipped>,
-    /// Whether a new generation was written (false when nothing changed).
-    pub written: bool,
-    /// "hnsw" or "exact".
-    pub search: String,
-    pub seconds: f64,
-    pub embed_seconds: f64,
-    pub graph_seconds: f64,
-}
-
-impl Summary {
-    /// How many inputs were skipped for each reason.
-    pub fn skipped_by_reason(&self) -> BTreeMap<SkipReason, usize> {
-        let mut out = BTreeMap::new();
-        for s in &self.skipped {
-            *out.entry(s.reason).or_insert(0) += 1;
-        }
-        out
-    }
 }
 
 /// Brings the index in `dir` up to date with `paths`: documents under them that are new or

@@ -8,6 +8,7 @@
 //! - [`ann`] searches vectors exactly or through an HNSW graph.
 //! - [`index`] keeps all of it on disk, updates it incrementally and crash-safely, and
 //!   searches it.
+//! - [`indexed`] holds the types the index, the plan and the stores share (below all three).
 //! - [`plan`] decides what an update re-embeds (by content hash) and embeds it, for every store.
 //! - `resume` keeps an unfinished folder-index update's vectors, so a re-run embeds only the rest.
 //! - [`store`] is the interface both index stores implement: the folder index and Postgres.
@@ -21,6 +22,7 @@ pub mod document;
 pub mod front_matter;
 mod ids;
 pub mod index;
+pub mod indexed;
 pub mod ingest;
 pub mod jsonl_file;
 pub mod lexical;

@@ -14,7 +14,7 @@ use walkrag_core::{EmbedError, Embedder};
 use crate::chunk::{self, Chunk, ChunkSpec};
 use crate::document::Document;
 use crate::ids::{DocId, SectionId};
-use crate::index::{IndexedDoc, Progress, Summary};
+use crate::indexed::{IndexedDoc, Progress, Summary};
 use crate::ingest::{self, SkipReason, Skipped};
 
 /// Chunks embedded per call, so progress moves and memory stays bounded.

@@ -172,6 +172,30 @@ pub trait Store: Send + Sync {
     fn load(self: Arc<Self>) -> Result<Index, StoreError>;
 }
 
+/// Every store answers an index's searches by its own ANN search.
+impl<S: Store> crate::indexed::Nearest for S {
+    fn location(&self) -> String {
+        Store::location(self)
+    }
+
+    fn nearest(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef_search: usize,
+    ) -> Result<Vec<(ChunkId, f32)>, Box<dyn std::error::Error + Send + Sync>> {
+        let options = StoreSearch {
+            ef_search: Some(ef_search),
+            exact: false,
+        };
+        let passages = self.search(query, k, &options)?;
+        Ok(passages
+            .into_iter()
+            .map(|p| (p.chunk_id, p.score))
+            .collect())
+    }
+}
+
 /// The folder index as a [`Store`]: [`index::update`] to write, an [`Index`] opened on first
 /// read (and again after an update) to read.
 pub struct FolderStore {
