@@ -163,18 +163,6 @@ pub struct ActionSettings {
     pub weigh: bool,
     /// The value check's margin ([`Actions::value_margin`]); `None`: off.
     pub value_margin: Option<f32>,
-    /// How much of the blank list reading a weighed pick takes away
-    /// ([`Actions::calibration`]; the strategy's default when `None`).
-    pub calibration: Option<f32>,
-    /// The weight of the request's nearness to each listed operation in a weighed pick
-    /// ([`Actions::nearness_weight`]; the strategy's default when `None`).
-    pub nearness_weight: Option<f32>,
-    /// The weight of the nearest example requests' vote in a weighed pick
-    /// ([`Actions::vote_weight`]; the strategy's default when `None`).
-    pub vote_weight: Option<f32>,
-    /// The weight of the probe fit on the example requests in a weighed pick
-    /// ([`Actions::probe_weight`]; the strategy's default when `None`).
-    pub probe_weight: Option<f32>,
     /// The model that writes the guess and weighs the pick ([`Actions::pick_model`]; the chat
     /// model when `None`).
     pub pick_model: Option<Arc<dyn ChatModel>>,
@@ -194,10 +182,6 @@ impl std::fmt::Debug for ActionSettings {
             .field("guess", &self.guess)
             .field("weigh", &self.weigh)
             .field("value_margin", &self.value_margin)
-            .field("calibration", &self.calibration)
-            .field("nearness_weight", &self.nearness_weight)
-            .field("vote_weight", &self.vote_weight)
-            .field("probe_weight", &self.probe_weight)
             .field("pick_model", &self.pick_model.as_ref().map(|m| m.id()))
             .field("retries", &self.retries)
             .field("traces", &self.traces)
@@ -373,18 +357,6 @@ fn strategy_for(
     actions.guess = settings.guess;
     actions.weigh = settings.weigh;
     actions.value_margin = settings.value_margin;
-    if let Some(weight) = settings.calibration {
-        actions.calibration = weight;
-    }
-    if let Some(weight) = settings.nearness_weight {
-        actions.nearness_weight = Some(weight);
-    }
-    if let Some(weight) = settings.vote_weight {
-        actions.vote_weight = Some(weight);
-    }
-    if let Some(weight) = settings.probe_weight {
-        actions.probe_weight = Some(weight);
-    }
     actions.pick_model = settings.pick_model.clone();
     Ok(actions)
 }

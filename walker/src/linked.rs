@@ -30,7 +30,8 @@ pub struct Linked {
     /// Most passages shown in the answer step, as in the walk.
     pub answer_passages: usize,
     /// Also search, in each hop, the first this many names written in the cycle's passages
-    /// and not read yet ([`crate::names`]), each with the question; 0: none.
+    /// and not read yet ([`crate::names`]), each with the question; 0: none. 3: recall@5
+    /// 0.650 → 0.672 on MuSiQue's first 15 (docs/results/musique-dev15/names).
     pub names: usize,
     /// The model of the answer step; `None`: the chat model.
     pub answer_model: Option<AnswerModel>,

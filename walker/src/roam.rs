@@ -60,7 +60,8 @@ pub struct Roam {
     /// section was opened.
     pub k: usize,
     /// The question's nearest passages whose sections are listed as leads under the
-    /// outline while closed; 0: none.
+    /// outline while closed; 0: none. 10: section recall@5 0.767 either way, 40 of 60 opened
+    /// sections were leads (docs/results/leads).
     pub leads: usize,
     /// Sections open across questions (a conversation); `None` starts every question with
     /// all sections closed.

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use walkrag_core::{ChatError, ChatModel, ChatRequest, Completion, ScoreItem};
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Completion};
 use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
@@ -311,19 +311,6 @@ impl<'a> Run<'a> {
             self.cost.add_call(out.usage);
         }
         result
-    }
-
-    /// Asks the chat model to weigh `items` ([`walkrag_core::ChatModel::score`]) and records
-    /// the call; the scores come in the items' order.
-    pub async fn score(
-        &mut self,
-        cycle: usize,
-        purpose: &str,
-        items: Vec<ScoreItem>,
-    ) -> Result<Vec<f32>, ChatError> {
-        let model = self.env.model;
-        let steps = &mut self.trace.steps;
-        llm::score_recorded(model, cycle, purpose, items, steps, &mut self.cost).await
     }
 
     /// The answer step: the question, optional notes (facts gathered), and the passages of

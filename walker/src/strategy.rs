@@ -95,16 +95,11 @@ pub struct Options {
     pub memory: Option<std::sync::Arc<crate::Memory>>,
     /// The model that reads whole documents (`docs`); `None`: the chat model.
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
-    /// `walk`: hold the read step to its grammar (see [`crate::Walk::constrain_read`]).
-    pub constrain_read: bool,
     /// `links`, `walk`: unread names of the passages searched per hop (see
     /// [`crate::Linked::names`], [`crate::Walk::names`]).
     pub names: Option<usize>,
     /// `walk`: where next sources come from (see [`crate::NextSources`]).
     pub next_sources: crate::NextSources,
-    /// `walk`: read cycles before the model's verdict may end it (see
-    /// [`crate::Walk::min_cycles`]).
-    pub min_cycles: Option<usize>,
     /// `toc`, `sections`, `roam`: the question's nearest passages whose sections are listed
     /// as leads (see [`crate::Toc::leads`]).
     pub leads: Option<usize>,
@@ -177,13 +172,9 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             }
             walk.control = options.control.clone();
             walk.memory = options.memory.clone();
-            walk.constrain_read = options.constrain_read;
             walk.next_sources = options.next_sources;
             if let Some(names) = options.names {
                 walk.names = names;
-            }
-            if let Some(n) = options.min_cycles {
-                walk.min_cycles = n;
             }
             walk.answer_model = options.answer_model.clone();
             Ok(Box::new(walk))

@@ -53,7 +53,7 @@ pub struct Toc {
     /// documents' headings are shown.
     pub k: usize,
     /// The question's nearest passages whose sections are listed as leads under the table
-    /// of contents; 0: none.
+    /// of contents; 0: none. 10: section recall@5 0.533 → 0.700 (docs/results/leads).
     pub leads: usize,
     /// Who picks the sections: the model (`toc`) or the search's order (`sections`).
     pub chooser: SectionChooser,

@@ -10,10 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use walkrag_engine::ChunkId;
 
-use walkrag_core::{ChatRequest, Message, ScoreItem};
-
 use crate::answer::{Answer, Termination};
-use crate::constrain;
 use crate::control::{Control, CycleReport};
 use crate::dot;
 use crate::event::{Event, Sink};
@@ -49,26 +46,16 @@ pub struct Walk {
     pub token_budget: Option<usize>,
     /// Stop looking after this long.
     pub time_budget: Option<Duration>,
-    /// Most tokens of one read step: room for a dozen facts and three descriptors (512 at
-    /// least when the read step is constrained: five facts and three descriptors at the
-    /// lengths its grammar allows).
+    /// Most tokens of one read step: room for a dozen facts and three descriptors.
     pub read_max_tokens: usize,
-    /// Hold the read step to its grammar ([`constrain::read_step`]): facts citing shown
-    /// chunks, then searches unless the facts suffice (before `min_cycles`, always searches).
-    /// Off by default: with the 0.5B model on 11 HotpotQA dev questions, held to it with
-    /// `min_cycles` 2, 30 of its 45 next sources were titles of passages it had already been
-    /// shown, and recall@5 fell from 0.955 to 0.818 (docs/results/hotpotqa-dev20).
-    pub constrain_read: bool,
-    /// How next sources are made: written by the model (the default), chosen by it among
-    /// the passages' unread names, or those names weighed by it ([`NextSources`]).
+    /// How next sources are made: written by the model in its read step (the default), or
+    /// asked for in a call of their own ([`NextSources`]).
     pub next_sources: NextSources,
     /// Also search, after each read that does not end the walk, the first this many unread
     /// names of the cycle's passages ([`crate::names`]) not already next sources, each with
-    /// the question, as `links` does with no model call; 0 (the default): none.
+    /// the question, as `links` does with no model call; 0 (the default): none. `walk --names
+    /// 3` on MuSiQue's first 15 (docs/results/musique-dev15/names).
     pub names: usize,
-    /// Read cycles before the model's "the facts suffice" may end the walk (and, held to the
-    /// grammar, before which every read must name where to look next).
-    pub min_cycles: usize,
     /// When the model names nowhere to look but does not say the facts suffice, search with
     /// the question and the cycle's trusted facts: the second hop's names are in the facts.
     pub expand_from_facts: bool,
@@ -85,45 +72,28 @@ pub struct Walk {
     pub answer_model: Option<AnswerModel>,
 }
 
-/// Where the walk's next sources come from. The passages' unread names are the titles of
-/// the index they mention and the capitalised names written in them, less the question's
-/// words and what was read ([`crate::names`]).
+/// Where the walk's next sources come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NextSources {
-    /// The model writes them in its read step (held to the read grammar with
-    /// `constrain_read`).
+    /// The model writes them in its read step.
     #[default]
     Written,
-    /// The model chooses them among the passages' unread names: they are listed in the read
-    /// prompt, and its grammar holds each `nextSource` to one of them.
-    Chosen,
-    /// The passages' unread names weighed by the model after its read step: how much likelier
-    /// it finds each one as the next source after its read prompt than after that prompt
-    /// without the question (what the question points to, not what the passages make likely
-    /// to copy); the best `max_descriptors` are searched with the question, before any the
-    /// model wrote. Needs a model that can score.
-    Weighed,
     /// After each read step that does not end the walk, one short call asks the model for
     /// the follow-up question the cycle's best passages raise ([`crate::ask`]); it is
-    /// searched before any next source the read step wrote.
+    /// searched before any next source the read step wrote. Recall@10 0.633 → 0.683 and F1
+    /// 0.097 → 0.150 on MuSiQue's first 10, for two more calls a walk
+    /// (docs/results/walk-asked).
     Asked,
 }
 
 impl NextSources {
     /// Every mode, by name.
-    pub const ALL: [NextSources; 4] = [
-        NextSources::Written,
-        NextSources::Chosen,
-        NextSources::Weighed,
-        NextSources::Asked,
-    ];
+    pub const ALL: [NextSources; 2] = [NextSources::Written, NextSources::Asked];
 
     /// Its name on the command line and in the recorded settings.
     pub fn name(self) -> &'static str {
         match self {
             NextSources::Written => "written",
-            NextSources::Chosen => "chosen",
-            NextSources::Weighed => "weighed",
             NextSources::Asked => "asked",
         }
     }
@@ -133,9 +103,6 @@ impl NextSources {
 pub const LINKS_QUERY: &str = "named in the passages read (links)";
 /// The query recorded for the chunks of remembered facts.
 pub const MEMORY_QUERY: &str = "remembered from earlier questions (memory)";
-
-/// Most facts of one read step (the prompt asks for at most five).
-const READ_MAX_FACTS: usize = 5;
 
 /// Most remembered facts recalled for a question.
 const RECALL_MAX: usize = 5;
@@ -153,10 +120,8 @@ impl Default for Walk {
             token_budget: Some(40_000),
             time_budget: None,
             read_max_tokens: 400,
-            constrain_read: false,
             next_sources: NextSources::Written,
             names: 0,
-            min_cycles: 1,
             expand_from_facts: true,
             follow_links: true,
             memory: None,
@@ -180,10 +145,8 @@ impl Strategy for Walk {
             "token_budget": self.token_budget,
             "time_budget_s": self.time_budget.map(|d| d.as_secs_f64()),
             "read_max_tokens": self.read_max_tokens,
-            "constrain_read": self.constrain_read,
             "next_sources": self.next_sources.name(),
             "names": self.names,
-            "min_cycles": self.min_cycles,
             "expand_from_facts": self.expand_from_facts,
             "follow_links": self.follow_links,
             "memory": self.memory.as_ref().map(|m| m.path().display().to_string()),
@@ -239,9 +202,7 @@ impl Walk {
     }
 
     /// One read step: the question, the facts so far and the new passages in; facts,
-    /// descriptors and a verdict out, each emitted as soon as its JSON object closes. With
-    /// `names`, each next source is one of them ([`NextSources::Chosen`]).
-    #[allow(clippy::too_many_arguments)]
+    /// descriptors and a verdict out, each emitted as soon as its JSON object closes.
     async fn read(
         &self,
         run: &mut Run<'_>,
@@ -250,7 +211,6 @@ impl Walk {
         facts: &[Fact],
         new: &[ChunkId],
         hints: &[String],
-        names: &[String],
     ) -> Result<Read, StrategyError> {
         let known = facts_text(facts);
         // No "none yet" placeholder when there are no facts: small models cite it as a source.
@@ -260,53 +220,18 @@ impl Walk {
             format!("\nFacts found so far:\n{known}\n")
         };
         let passages = passages::render(run.env.index, new);
-        let user_of = |question: &str| {
-            prompt::render(
-                prompt::READ_USER,
-                &[
-                    ("question", question),
-                    ("facts", &facts_block),
-                    ("passages", &passages),
-                ],
-            )
-        };
-        let mut user = user_of(question);
+        let mut user = prompt::render(
+            prompt::READ_USER,
+            &[
+                ("question", question),
+                ("facts", &facts_block),
+                ("passages", &passages),
+            ],
+        );
         for hint in hints {
             user.push_str(&format!("\n\nA hint from the user: {hint}"));
         }
-        if !names.is_empty() {
-            user.push_str(&format!(
-                "\n\nNames in these passages not read yet (a nextSource must be one of them): {}",
-                names.join("; ")
-            ));
-        }
-        let request = if self.constrain_read || !names.is_empty() {
-            let sources: Vec<String> = new.iter().map(ToString::to_string).collect();
-            let may_suffice = cycle >= self.min_cycles;
-            let constraint = if names.is_empty() {
-                constrain::read_step(
-                    &sources,
-                    READ_MAX_FACTS,
-                    self.max_descriptors,
-                    may_suffice,
-                    &read_names(run),
-                )
-            } else {
-                constrain::read_step_naming(
-                    &sources,
-                    READ_MAX_FACTS,
-                    self.max_descriptors,
-                    may_suffice,
-                    names,
-                )
-            };
-            ChatRequest {
-                constraint: Some(constraint),
-                ..prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens.max(512))
-            }
-        } else {
-            prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens)
-        };
+        let request = prompt::request(prompt::READ_SYSTEM, user, self.read_max_tokens);
         let shown: Vec<ChunkId> = run.read().to_vec();
         let index = run.env.index;
         let passage = |id: ChunkId| {
@@ -331,14 +256,6 @@ impl Walk {
             resolved.extend(fresh);
             events
         };
-        // Weighing names compares the read prompt with itself without the question.
-        let prompts = (self.next_sources == NextSources::Weighed).then(|| {
-            let unasked = vec![
-                Message::system(prompt::READ_SYSTEM),
-                Message::user(user_of("")),
-            ];
-            [request.messages.clone(), unasked]
-        });
         let completion = run.chat_with(cycle, "read", request, &mut on_text).await;
         for item in reader.finish() {
             let item = resolve(item);
@@ -396,77 +313,7 @@ impl Walk {
             facts: new_facts,
             descriptors,
             sufficient,
-            prompts,
         })
-    }
-
-    /// The best `max_descriptors` of `names` by how much likelier the model finds each as the
-    /// next source after the read step's prompt than after the same prompt without the
-    /// question (`[asked, unasked]`): what the question, not the passages alone, points to.
-    /// Each is searched with the question ([`NextSources::Weighed`]).
-    async fn weigh(
-        &self,
-        run: &mut Run<'_>,
-        cycle: usize,
-        question: &str,
-        prompts: [Vec<Message>; 2],
-        names: &[String],
-    ) -> Result<Vec<Descriptor>, StrategyError> {
-        if !run.env.model.can_score() {
-            run.note(
-                cycle,
-                format!(
-                    "{} cannot weigh names: no next source was weighed",
-                    run.env.model.id()
-                ),
-            );
-            return Ok(Vec::new());
-        }
-        let next_source = |name: &str| {
-            let written = serde_json::to_string(name).expect("a string serialises");
-            format!("{{\"nextSource\": {}", written.trim_end_matches('"'))
-        };
-        // The read prompt's items first: it is what the model ran last, so only the names run.
-        let items: Vec<ScoreItem> = prompts
-            .iter()
-            .flat_map(|prompt| {
-                names.iter().map(|name| ScoreItem {
-                    messages: prompt.clone(),
-                    continuation: next_source(name),
-                })
-            })
-            .collect();
-        let scores = run.score(cycle, "weigh next sources", items).await?;
-        let (given, prior) = scores.split_at(names.len());
-        let mut weighed: Vec<(usize, f32)> =
-            (0..names.len()).map(|i| (i, given[i] - prior[i])).collect();
-        weighed.sort_by(|a, b| b.1.total_cmp(&a.1));
-        weighed.truncate(self.max_descriptors);
-        run.note(
-            cycle,
-            format!(
-                "names weighed best: {}",
-                weighed
-                    .iter()
-                    .map(|&(i, gain)| format!("{} ({gain:+.1})", names[i]))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        );
-        let descriptors: Vec<Descriptor> = weighed
-            .into_iter()
-            .map(|(i, _)| Descriptor {
-                cycle,
-                next_source: names[i].clone(),
-                expected_info: question.to_string(),
-                origin: Origin::Model,
-            })
-            .collect();
-        for d in &descriptors {
-            run.trace.steps.push(Step::Descriptor(d.clone()));
-            run.emit(Event::NextSource(d.clone()));
-        }
-        Ok(descriptors)
     }
 
     /// Why to stop after a read step, if it is time to.
@@ -624,15 +471,10 @@ impl<'a> Walking<'a> {
         }
         let hints = std::mem::take(&mut self.hints_to_show);
         let names = self.unread_names();
-        let offered: &[String] = match walk.next_sources {
-            NextSources::Chosen => &names,
-            _ => &[],
-        };
         let Read {
             facts: cycle_facts,
             descriptors: written,
             sufficient,
-            prompts,
         } = walk
             .read(
                 &mut self.run,
@@ -641,13 +483,10 @@ impl<'a> Walking<'a> {
                 &self.facts,
                 &self.new,
                 &hints,
-                offered,
             )
             .await?;
         let sufficient = self.verdict(sufficient, &cycle_facts);
-        let descriptors = self
-            .descriptors(sufficient, written, prompts, &names, &cycle_facts)
-            .await?;
+        let descriptors = self.descriptors(sufficient, written, &cycle_facts).await?;
         let linked = self.linked(sufficient, &cycle_facts);
         let named: Vec<String> = if sufficient == Some(true) {
             Vec::new()
@@ -675,10 +514,9 @@ impl<'a> Walking<'a> {
         })
     }
 
-    /// The unread names of the cycle's passages, where next sources are made from them or
-    /// searched as they are.
+    /// The unread names of the cycle's passages, where they are searched.
     fn unread_names(&mut self) -> Vec<String> {
-        if self.walk.next_sources == NextSources::Written && self.walk.names == 0 {
+        if self.walk.names == 0 {
             return Vec::new();
         }
         let index = self.run.env.index;
@@ -695,22 +533,12 @@ impl<'a> Walking<'a> {
         names
     }
 
-    /// The model's verdict as far as it may end the walk: not before `min_cycles`, and not
-    /// without a fact its passages support.
+    /// The model's verdict as far as it may end the walk: not without a fact its passages
+    /// support.
     fn verdict(&mut self, sufficient: Option<bool>, cycle_facts: &[Fact]) -> Option<bool> {
         let cycle = self.cycle;
         if sufficient != Some(true) {
             sufficient
-        } else if cycle < self.walk.min_cycles {
-            let at_least = self.walk.min_cycles;
-            self.run.note(
-                cycle,
-                format!(
-                    "the model said the facts suffice in cycle {cycle}; the walk reads at least \
-                     {at_least} cycles"
-                ),
-            );
-            None
         } else if !self.facts.iter().chain(cycle_facts).any(|f| f.trusted) {
             // "The facts suffice" with no fact to trust is no verdict on facts: nothing was
             // found that could suffice, so the walk goes on (links, descriptors).
@@ -726,33 +554,18 @@ impl<'a> Walking<'a> {
         }
     }
 
-    /// Where to look next: hints first, then weighed names or the asked follow-up question,
-    /// then what the model wrote; the question with the cycle's facts when nothing names a
+    /// Where to look next: hints first, then the asked follow-up question, then what the
+    /// model wrote; the question with the cycle's facts when nothing names a
     /// place and the facts do not suffice. The user may pause here and add hints.
     async fn descriptors(
         &mut self,
         sufficient: Option<bool>,
         written: Vec<Descriptor>,
-        prompts: Option<[Vec<Message>; 2]>,
-        names: &[String],
         cycle_facts: &[Fact],
     ) -> Result<Vec<Descriptor>, StrategyError> {
         let walk = self.walk;
         let cycle = self.cycle;
-        // Weighed names go first: the model's own are what they are meant to improve on.
-        let weighing = prompts
-            .filter(|_| sufficient != Some(true) && cycle < walk.max_cycles && !names.is_empty());
-        let mut descriptors = match weighing {
-            Some(prompts) => {
-                let run = &mut self.run;
-                let mut weighed = walk
-                    .weigh(run, cycle, self.question, prompts, names)
-                    .await?;
-                weighed.extend(written);
-                weighed
-            }
-            None => written,
-        };
+        let mut descriptors = written;
         if walk.next_sources == NextSources::Asked
             && sufficient != Some(true)
             && cycle < walk.max_cycles
@@ -860,13 +673,11 @@ impl<'a> Walking<'a> {
     }
 }
 
-/// What a read step gave: its facts, the model's descriptors and verdict, and, where next
-/// sources are weighed, the prompt it read and that prompt without the question.
+/// What a read step gave: its facts, the model's descriptors and verdict.
 struct Read {
     facts: Vec<Fact>,
     descriptors: Vec<Descriptor>,
     sufficient: Option<bool>,
-    prompts: Option<[Vec<Message>; 2]>,
 }
 
 /// A read-step item with its source matched.

@@ -64,42 +64,11 @@ pub struct Args {
     /// With --spec: the base URL of the requests recorded [default: the spec's server].
     #[arg(long, requires = "spec")]
     base_url: Option<String>,
-    /// With --spec: search with each request alone, without first asking the model which
-    /// operation ids it expects.
-    #[arg(long, requires = "spec")]
-    no_guess: bool,
-    /// With --spec: have a local model write the id of the operation it picks instead of
-    /// weighing the 30 operations the search ranks first.
-    #[arg(long, requires = "spec")]
-    no_weigh: bool,
     /// With --spec: check each required input a local model filled with the user's words, and
     /// ask for a value whose log-probability falls more than NATS below NONE's when the model
     /// reads the request again (-4.5: chosen on development requests) [default: off].
     #[arg(long, requires = "spec", value_name = "NATS", value_parser = super::actions::margin)]
     value_margin: Option<f32>,
-    /// With --spec: in the weighed pick, take W times the list reading with a blank request
-    /// from each operation's list reading [default: 0.5; 0 turns it off].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    calibration: Option<f32>,
-    /// With --spec: in the weighed pick, add W times the embedding similarity of the request
-    /// to each listed operation's nearest text, its record's or one of its example requests'
-    /// [default: 10, or 30 where the index's examples were given with `index --examples-from`;
-    /// 0 turns it off].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    nearness_weight: Option<f32>,
-    /// With --spec: in the weighed pick, where the index holds example requests, let the 5
-    /// nearest to the request vote for their operations and add W times each listed
-    /// operation's share of the vote [default: 10, or 5 beside the probe; 0 turns it off].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    vote_weight: Option<f32>,
-    /// With --spec: in the weighed pick, where the index holds example requests, fit a linear
-    /// classifier (the probe) from a request's embedding to the operation it is an example
-    /// of and add W times the log of each listed operation's probability; the likeliest is
-    /// always listed. Beside it nearness weighs 15 and the vote 5 unless set [default: 4
-    /// where the examples given with `index --examples-from` average 8 or more per
-    /// operation, else 0, off].
-    #[arg(long, requires = "spec", value_name = "W", value_parser = super::actions::weight)]
-    probe_weight: Option<f32>,
     /// With --spec: the model that finds the operation (guesses its id before the search and
     /// weighs the pick), where another than --model, which still writes every turn [default:
     /// --model].
@@ -311,13 +280,9 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         base_url: args.base_url.clone(),
         k: args.strategy_flags.k,
         max_turns: args.strategy_flags.max_cycles,
-        guess: !args.no_guess,
-        weigh: !args.no_weigh,
+        guess: true,
+        weigh: true,
         value_margin: args.value_margin,
-        calibration: args.calibration,
-        nearness_weight: args.nearness_weight,
-        vote_weight: args.vote_weight,
-        probe_weight: args.probe_weight,
         pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
         retries: args.retries,
         traces: args.traces,

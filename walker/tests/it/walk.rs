@@ -312,45 +312,6 @@ fn sufficient_after_a_trusted_fact_ends_the_walk() {
     assert_eq!(answer.cycles, 1);
 }
 
-/// With `min_cycles` 2 the first read's "the facts suffice" does not end the walk: the
-/// second hop is looked for, and the second read's verdict ends it.
-#[test]
-fn a_first_read_does_not_end_the_walk_with_two_cycles_at_least() {
-    let t = test_index();
-    let d1 = chunk_of(&t.index, "d1");
-    let sufficient = format!(
-        "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"r\", \"source\": \"{d1}\"}}\n{{\"sufficient\": true}}"
-    );
-    let (answer, events, model) = run(
-        &Walk {
-            constrain_read: true,
-            min_cycles: 2,
-            ..walk(4)
-        },
-        vec![
-            reply(sufficient),
-            reply("{\"sufficient\": true}".into()),
-            reply("Answer: Ilsa Brandt".into()),
-        ],
-    );
-    assert_eq!(answer.termination, Termination::Sufficient);
-    assert_eq!(answer.cycles, 2);
-    assert!(events.iter().any(|e| matches!(
-        e,
-        Event::Note { message } if message.contains("reads at least 2 cycles")
-    )));
-    // Held to the grammar, the first read could not have said so: it must name a search.
-    let requests = model.requests.lock().unwrap();
-    let Some(walkrag_core::Constraint::Lark(first)) = &requests[0].constraint else {
-        panic!("the first read is constrained");
-    };
-    assert!(!first.contains("done |"), "{first}");
-    let Some(walkrag_core::Constraint::Lark(second)) = &requests[1].constraint else {
-        panic!("the second read is constrained");
-    };
-    assert!(second.contains("done |"), "{second}");
-}
-
 #[test]
 fn nothing_new_ends_the_walk() {
     // Six records, three read per cycle: the third search finds nothing unread.
@@ -729,13 +690,13 @@ fn links_in_the_passages_lead_to_the_second_hop_when_the_model_names_none() {
     assert_eq!(answer.termination, Termination::NoDescriptors);
 }
 
-/// Every call of a walk declares its constraint: the read step a grammar naming the shown
-/// chunks, the answer one citing only them. A model that takes constraints off (a server that
-/// cannot constrain) is recorded as such in the trace, and its replies are read as before.
+/// The answer step declares its constraint, a grammar citing only the passages shown; the
+/// free read step declares none. A model that takes constraints off (a server that cannot
+/// constrain) is recorded as such in the trace, and its replies are read as before.
 #[test]
 fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced() {
     use std::sync::Arc;
-    use walkrag_core::{Constraint, Unconstrained};
+    use walkrag_core::Unconstrained;
 
     let t = test_index();
     let d1 = chunk_of(&t.index, "d1");
@@ -747,12 +708,8 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
     ]));
     let free = Unconstrained(Arc::clone(&model));
     let mut events = Vec::new();
-    let strategy = Walk {
-        constrain_read: true,
-        ..walk(2)
-    };
     let answer =
-        block_on(strategy.run(QUESTION, env(&t.index, &free), &mut collect(&mut events))).unwrap();
+        block_on(walk(2).run(QUESTION, env(&t.index, &free), &mut collect(&mut events))).unwrap();
     assert_eq!(answer.answer, "Ilsa Brandt");
     let calls: Vec<_> = answer
         .trace
@@ -764,37 +721,19 @@ fn each_call_declares_its_constraint_and_the_trace_says_when_it_was_not_enforced
         })
         .collect();
     assert_eq!(calls.len(), 2);
-    for call in &calls {
-        assert_eq!(call.constraint.as_deref(), Some("lark"), "{}", call.purpose);
-        assert!(
-            call.unconstrained
-                .as_deref()
-                .is_some_and(|r| r.contains("taken off")),
-            "{:?}",
-            call.unconstrained
-        );
-    }
-    // The model itself was asked without the constraint; the walk built one naming the
-    // chunks it showed.
+    assert_eq!(calls[0].constraint, None, "the read step is free");
+    assert_eq!(calls[1].constraint.as_deref(), Some("lark"), "the answer");
+    assert!(
+        calls[1]
+            .unconstrained
+            .as_deref()
+            .is_some_and(|r| r.contains("taken off")),
+        "{:?}",
+        calls[1].unconstrained
+    );
+    // The model itself was asked without the constraint.
     let requests = model.requests.lock().unwrap();
     assert!(requests.iter().all(|r| r.constraint.is_none()));
-    drop(requests);
-    let shown: Vec<String> = answer
-        .trace
-        .steps
-        .iter()
-        .find_map(|s| match s {
-            Step::Retrieve(r) => Some(r.hits.iter().map(|h| h.chunk_id.to_string()).collect()),
-            _ => None,
-        })
-        .unwrap();
-    let Constraint::Lark(grammar) = walkrag_walker::constrain::read_step(&shown, 5, 3, true, &[])
-    else {
-        unreachable!()
-    };
-    for id in &shown {
-        assert!(grammar.contains(&format!("\"{id}\"")), "{grammar}");
-    }
 }
 
 /// A walk whose second hop can come only from its next sources: two passages a search, no
@@ -806,63 +745,6 @@ fn hop_by(next_sources: NextSources) -> Walk {
         follow_links: false,
         ..walk(3)
     }
-}
-
-/// With next sources chosen, the read step is offered the unread names of its passages (the title
-/// its passage names, not the titles read nor the question's words), in the prompt and as
-/// the only next sources its grammar allows; the name chosen is searched for.
-#[test]
-fn a_next_source_is_chosen_among_the_passages_unread_names() {
-    let t = test_index();
-    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
-        unreachable!()
-    };
-    let strategy = hop_by(NextSources::Chosen);
-    let model = ScriptedChatModel::new(vec![
-        reply(format!(
-            "{{\"fact\": \"The mayor of Velmora is Ilsa Brandt.\", \"relevance\": \"names the mayor\", \"source\": \"{d1}\"}}\n\
-             {{\"nextSource\": \"Ilsa Brandt\", \"expectedInfo\": \"where she was born\"}}\n\
-             {{\"sufficient\": false}}"
-        )),
-        birthplace_read(d2),
-        reply(format!("Answer: Kessel\nSources: [{d2}]")),
-    ]);
-    let mut events = Vec::new();
-    let answer =
-        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
-    assert_eq!(answer.answer, "Kessel");
-    let requests = model.requests.lock().unwrap();
-    let first = &requests[0];
-    let user = &first.messages.last().unwrap().content;
-    assert!(
-        user.ends_with(
-            "Names in these passages not read yet (a nextSource must be one of them): Ilsa Brandt"
-        ),
-        "{user}"
-    );
-    let found: Vec<(Origin, Vec<ChunkId>)> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some((r.origin, r.hits.iter().map(|h| h.chunk_id).collect())),
-            _ => None,
-        })
-        .collect();
-    let shown: Vec<String> = found[0].1.iter().map(ToString::to_string).collect();
-    assert!(found[0].1.contains(&d1), "{found:?}");
-    assert_eq!(
-        first.constraint,
-        Some(walkrag_walker::constrain::read_step_naming(
-            &shown,
-            5,
-            3,
-            true,
-            &["Ilsa Brandt".to_string()]
-        ))
-    );
-    assert_eq!(found.len(), 2);
-    assert_eq!((found[1].0, found[1].1[0]), (Origin::Model, d2));
 }
 
 /// With next sources asked, one short call after the read writes the follow-up question the
@@ -916,84 +798,6 @@ fn an_asked_follow_up_question_is_searched_as_the_next_source() {
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::NextSource(d) if d.next_source == follow_up)));
-}
-
-/// With next sources weighed, the passages' unread names are ranked by how much likelier the
-/// model finds each after the read prompt than after that prompt without the question: the
-/// name it finds likelier outright but no likelier for the question is not followed.
-#[test]
-fn weighed_next_sources_are_the_names_the_question_makes_likelier() {
-    let t = walkrag_walker::testing::index_of(
-        r#"{"id": "d1", "title": "Velmora", "text": "Velmora is a river town whose mayor is Ilsa Brandt; its twin town is Port Amsel."}
-{"id": "d2", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Kessel in 1971."}
-{"id": "d3", "title": "Port Amsel", "text": "Port Amsel is a harbour on the coast."}
-"#,
-    );
-    let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
-        unreachable!()
-    };
-    let model = ScriptedChatModel::new(vec![
-        mayor_read(d1),
-        birthplace_read(d2),
-        reply(format!("Answer: Kessel\nSources: [{d2}]")),
-    ])
-    .with_scores(|item| {
-        let read = item.messages.iter().any(|m| m.content.contains(QUESTION));
-        match (read, item.continuation.contains("Ilsa Brandt")) {
-            (true, true) => -4.0,
-            (true, false) => -2.0,
-            (false, true) => -6.0,
-            (false, false) => -1.0,
-        }
-    });
-    let strategy = Walk {
-        k: 1,
-        max_descriptors: 1,
-        next_sources: NextSources::Weighed,
-        follow_links: false,
-        ..walk(3)
-    };
-    let mut events = Vec::new();
-    let answer =
-        block_on(strategy.run(QUESTION, env(&t.index, &model), &mut collect(&mut events))).unwrap();
-    assert_eq!(answer.answer, "Kessel");
-    let scored = model.scored.lock().unwrap();
-    let continuations: Vec<&str> = scored.iter().map(|i| i.continuation.as_str()).collect();
-    assert_eq!(
-        continuations,
-        [
-            r#"{"nextSource": "Ilsa Brandt"#,
-            r#"{"nextSource": "Port Amsel"#,
-            r#"{"nextSource": "Ilsa Brandt"#,
-            r#"{"nextSource": "Port Amsel"#,
-        ]
-    );
-    drop(scored);
-    let retrievals: Vec<(Origin, &str, ChunkId)> = answer
-        .trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Retrieve(r) => Some((r.origin, r.query.as_str(), r.hits[0].chunk_id)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        retrievals[1],
-        (
-            Origin::Model,
-            "Ilsa Brandt: Velmora mayor: which town or village was the mayor born in?",
-            d2
-        )
-    );
-    assert_eq!(
-        retrievals.len(),
-        2,
-        "one name followed, and no weighing in the last cycle"
-    );
-    assert!(events
-        .iter()
-        .any(|e| matches!(e, Event::NextSource(d) if d.next_source == "Ilsa Brandt")));
 }
 
 /// With `names`, a read that names nowhere to look still hops: the first unread names of the
