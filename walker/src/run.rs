@@ -10,12 +10,12 @@ use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
-use crate::event::{Event, Sink};
-use crate::llm;
-use crate::passages;
-use crate::prompt;
-use crate::reply::{self, Match, Reply};
+use crate::reader::llm;
+use crate::reader::prompt;
+use crate::reader::reply::{self, Match, Reply};
+use crate::search::passages;
 use crate::strategy::{AnswerModel, Env, Strategy, StrategyError};
+use crate::trace::event::{Event, Sink};
 use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
@@ -346,7 +346,7 @@ impl<'a> Run<'a> {
             );
             // Told only when the question is clearly in another language: English prompts
             // stay as they are.
-            if let Some(language) = crate::language::not_english(question) {
+            if let Some(language) = crate::reader::language::not_english(question) {
                 user.push_str(&format!(
                     "\nThe question is in {language}: write the answer and the explanation in \
                      {language} (keep the words \"Answer:\" and \"Sources:\")."
@@ -354,7 +354,7 @@ impl<'a> Run<'a> {
             }
             let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
             let request = ChatRequest {
-                constraint: Some(crate::constrain::answer(&ids)),
+                constraint: Some(crate::reader::constrain::answer(&ids)),
                 ..prompt::request_with_examples(
                     prompt::ANSWER_SYSTEM,
                     prompt::ANSWER_EXAMPLES,

@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use crate::answer::{Answer, Termination};
-use crate::event::{Event, Sink};
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::event::{Event, Sink};
 use crate::trace::Origin;
 
 /// Single-shot retrieval-augmented answering: what walkrag's other strategies are measured

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use walkrag_core::Constraint;
 
-use crate::filters::{self, Field, Kind};
+use crate::search::filters::{self, Field, Kind};
 
 /// A string of at most `max` characters.
 fn text(max: usize) -> Value {

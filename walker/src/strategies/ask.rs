@@ -8,9 +8,9 @@
 use walkrag_core::{ChatRequest, Constraint};
 use walkrag_engine::ChunkId;
 
-use crate::passages;
-use crate::prompt;
+use crate::reader::prompt;
 use crate::run::Run;
+use crate::search::passages;
 use crate::strategy::StrategyError;
 use crate::trace::{Descriptor, Origin};
 

@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 use walkrag_engine::{Document, IndexedDoc};
 
-use crate::jsonl::squash;
+use crate::reader::jsonl::squash;
 
 /// The score a fuzzy match needs: half the filter's words close to the value's.
 const LIKE_THRESHOLD: f32 = 0.5;

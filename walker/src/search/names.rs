@@ -9,7 +9,7 @@
 
 use walkrag_engine::{ChunkId, Index};
 
-use crate::links::Links;
+use crate::search::links::Links;
 
 /// Most names offered in one read step.
 pub const MAX_NAMES: usize = 24;

@@ -1,4 +1,13 @@
 //! The trace: every retrieval and every LLM call of one question, in order.
+//!
+//! Beside it: the events a run emits as it goes ([`event`]), the knowledge graph of an
+//! answer ([`graph`]) and its HTML page ([`html`]), and the JSON objects written for other
+//! programs ([`output`]).
+
+pub mod event;
+pub mod graph;
+pub mod html;
+pub mod output;
 
 use serde::{Deserialize, Serialize};
 use walkrag_core::{FinishReason, Message, ScoreItem, Usage};
@@ -132,7 +141,7 @@ pub struct Fact {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repaired: bool,
     /// Its source was shown, but its words are not in that passage (see
-    /// [`crate::support`]): not trusted.
+    /// [`crate::reader::support`]): not trusted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsupported: bool,
     /// Recalled from the memory of earlier questions (`--memory`), not read in this walk.
@@ -173,7 +182,7 @@ pub enum Origin {
     /// Facts remembered from earlier questions (`--memory`).
     Memory,
     /// A name written in the passages read and not read yet, searched with the question
-    /// (no model call: see [`crate::names`]).
+    /// (no model call: see [`crate::search::names`]).
     Name,
 }
 

@@ -2,7 +2,7 @@
 //! section id) and picks five sections, most useful first (or none); their text, in that
 //! order and within a token budget, is what the answer is written from.
 //!
-//! Under the table of contents the model also reads its leads ([`crate::leads`]): the
+//! Under the table of contents the model also reads its leads ([`crate::search::leads`]): the
 //! sections of the question's nearest passages, each with the passage's line nearest the
 //! question.
 //!
@@ -14,7 +14,7 @@
 //! model picks nothing, the answer says nothing was found instead of guessing. When the
 //! headings of every document are too many to show, deeper headings are left out first, then
 //! only the documents of the question's best passages are shown. A document without headings
-//! is listed by the table of contents generated for it at index time ([`crate::contents`]),
+//! is listed by the table of contents generated for it at index time ([`crate::search::contents`]),
 //! if any.
 
 use serde_json::{json, Value};
@@ -22,16 +22,17 @@ use walkrag_core::ChatRequest;
 use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
 
 use crate::answer::{Answer, Termination};
-use crate::constrain;
-use crate::contents::{needs_contents, ContentsFile};
-use crate::event::Event;
-use crate::jsonl::{ObjectReader, Raw};
-use crate::leads::{self, Lead};
-use crate::prompt;
-use crate::reply::Reply;
+use crate::reader::constrain;
+use crate::reader::jsonl::{ObjectReader, Raw};
+use crate::reader::prompt;
+use crate::reader::reply::Reply;
 use crate::run::{Answered, Run};
+use crate::search::budget;
+use crate::search::contents::{needs_contents, ContentsFile};
+use crate::search::leads::{self, Lead};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
-use crate::{budget, Sink};
+use crate::trace::event::Event;
+use crate::Sink;
 
 /// The most tokens the pick may take: a handful of ids, or a one-line reply.
 const PICK_MAX_TOKENS: usize = 120;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use walkrag_engine::{ChunkId, Index};
 
 use crate::answer::Answer;
-use crate::passages;
+use crate::search::passages;
 use crate::trace::Step;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

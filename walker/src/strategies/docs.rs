@@ -26,14 +26,16 @@ use walkrag_core::{ChatModel, ChatRequest, Completion, ToolDef};
 use walkrag_engine::{ChunkId, IndexedDoc};
 
 use crate::answer::{Answer, Termination};
-use crate::constrain;
-use crate::event::{Event, Sink};
-use crate::filters::{self, Field};
-use crate::jsonl::{squash, ObjectReader, Raw};
+use crate::dot;
+use crate::reader::constrain;
+use crate::reader::jsonl::{squash, ObjectReader, Raw};
+use crate::reader::{llm, prompt, reply};
 use crate::run::{Answered, Run};
+use crate::search::filters::{self, Field};
+use crate::search::{budget, passages};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::event::{Event, Sink};
 use crate::trace::{Fact, Origin, RetrievedChunk};
-use crate::{budget, dot, llm, passages, prompt, reply};
 
 /// The most tokens the plan may take: one call with a few filters.
 const PLAN_MAX_TOKENS: usize = 120;
@@ -560,7 +562,7 @@ impl Strategy for Docs {
             }
             if partials.is_empty() && shown.is_empty() {
                 let answered = Answered {
-                    reply: crate::reply::Reply {
+                    reply: crate::reader::reply::Reply {
                         answer: "not found".into(),
                         found: false,
                     },

@@ -4,7 +4,7 @@
 //! the model always reads one coherent document. When it says it can answer (or opens nothing
 //! new, or the turns run out), the open sections' passages go to the shared answer step.
 //!
-//! Under the outline the model also reads its leads ([`crate::leads`]): the closed sections
+//! Under the outline the model also reads its leads ([`crate::search::leads`]): the closed sections
 //! holding the question's nearest passages, each with the passage's line nearest the
 //! question; a lead may be opened like any section shown.
 //!
@@ -26,16 +26,17 @@ use walkrag_engine::outline::{children_of, count_below, expanded_depth, roots_of
 use walkrag_engine::{ChunkId, Index, SectionId};
 
 use crate::answer::{Answer, Termination};
-use crate::constrain;
-use crate::event::Event;
-use crate::jsonl::{squash, ObjectReader, Raw};
-use crate::leads::{self, Lead};
-use crate::passages;
-use crate::prompt;
+use crate::reader::constrain;
+use crate::reader::jsonl::{squash, ObjectReader, Raw};
+use crate::reader::prompt;
 use crate::run::Run;
+use crate::search::budget;
+use crate::search::leads::{self, Lead};
+use crate::search::passages;
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::event::Event;
 use crate::trace::Origin;
-use crate::{budget, dot, Sink};
+use crate::{dot, Sink};
 
 /// The most tokens one navigation turn may take: an action and a few ids.
 const TURN_MAX_TOKENS: usize = 80;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::answer::Answer;
-use crate::graph::{EdgeKind, Graph, NodeKind};
+use crate::trace::graph::{EdgeKind, Graph, NodeKind};
 use crate::trace::Step;
 
 const NODE_W: f64 = 200.0;

@@ -1,6 +1,6 @@
 //! `links`: the walk without the model between retrievals. Search with the question, follow
 //! the links of what was found (documents and sections the passages name, sections they
-//! refer to by number; see [`crate::links`]), rank what was read as the walk ranks it, and
+//! refer to by number; see [`crate::search::links`]), rank what was read as the walk ranks it, and
 //! answer with one model call. It is the baseline every walk is reported beside: what the
 //! walk gains over it is what its model calls earn.
 
@@ -8,13 +8,13 @@ use serde_json::json;
 use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
-use crate::event::{Event, Sink};
-use crate::links::Links;
-use crate::names;
 use crate::run::Run;
+use crate::search::links::Links;
+use crate::search::names;
+use crate::strategies::walk::{cited_first, interleave, linked, rank, read_names, LINKS_QUERY};
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::trace::event::{Event, Sink};
 use crate::trace::{Origin, Step};
-use crate::walk::{cited_first, interleave, linked, rank, read_names, LINKS_QUERY};
 
 /// Link following with no model call before the answer.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct Linked {
     /// Most passages shown in the answer step, as in the walk.
     pub answer_passages: usize,
     /// Also search, in each hop, the first this many names written in the cycle's passages
-    /// and not read yet ([`crate::names`]), each with the question; 0: none. 3: recall@5
+    /// and not read yet ([`crate::search::names`]), each with the question; 0: none. 3: recall@5
     /// 0.650 → 0.672 on MuSiQue's first 15 (docs/results/musique-dev15/names).
     pub names: usize,
     /// The model of the answer step; `None`: the chat model.

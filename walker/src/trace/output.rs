@@ -5,7 +5,7 @@
 use serde::Serialize;
 use walkrag_engine::{ChunkRef, Hit, Index, Item};
 
-use crate::graph::Graph;
+use crate::trace::graph::Graph;
 use crate::{Answer, Trace};
 
 /// The last line of `ask --json` (and the last event of the server's stream).

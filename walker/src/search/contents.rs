@@ -19,8 +19,8 @@ use walkrag_core::{ChatError, ChatModel, ChatRequest, Embedder};
 use walkrag_engine::{jsonl_file, ChunkId, DocId, Document, Format, Index, IndexedDoc, SectionId};
 
 use crate::control::Control;
-use crate::jsonl::{ObjectReader, Raw};
-use crate::{llm, prompt};
+use crate::reader::jsonl::{ObjectReader, Raw};
+use crate::reader::{llm, prompt};
 
 /// The file beside the index.
 pub const CONTENTS_FILE: &str = "contents.jsonl";
@@ -222,7 +222,7 @@ impl Generator {
                 &[("title", doc.doc.title.as_str()), ("text", text.as_str())],
             );
             let request = ChatRequest {
-                constraint: Some(crate::constrain::contents_entry()),
+                constraint: Some(crate::reader::constrain::contents_entry()),
                 ..prompt::request(prompt::CONTENTS_SYSTEM, user, ENTRY_MAX_TOKENS)
             };
             let mut quiet = |_: &str| {};

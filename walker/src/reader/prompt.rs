@@ -3,46 +3,46 @@
 
 /// The answer step, shared by strategies: passages (and facts, when a strategy has them) in,
 /// a short answer with citations out.
-pub const ANSWER_SYSTEM: &str = include_str!("../prompts/answer.system.md");
-pub const ANSWER_USER: &str = include_str!("../prompts/answer.user.md");
+pub const ANSWER_SYSTEM: &str = include_str!("../../prompts/answer.system.md");
+pub const ANSWER_USER: &str = include_str!("../../prompts/answer.user.md");
 /// Worked examples of the answer step, shown as earlier turns of the conversation: a name
 /// found across two passages, a yes/no comparison, and "not found". Small models follow a
 /// shown reply far better than a described one. The passages are invented, not taken from
 /// any evaluation set.
-pub const ANSWER_EXAMPLES: &str = include_str!("../prompts/answer.examples.md");
+pub const ANSWER_EXAMPLES: &str = include_str!("../../prompts/answer.examples.md");
 
 /// The read step of `walk`: facts and next-source descriptors as JSON Lines.
-pub const READ_SYSTEM: &str = include_str!("../prompts/read.system.md");
-pub const READ_USER: &str = include_str!("../prompts/read.user.md");
+pub const READ_SYSTEM: &str = include_str!("../../prompts/read.system.md");
+pub const READ_USER: &str = include_str!("../../prompts/read.user.md");
 
 /// The self-ask call of `walk` ([`crate::NextSources::Asked`]): a cycle's best passages and
 /// the question in, the one follow-up question to search for out. Its worked examples are
 /// invented, like the answer step's.
-pub const ASK_SYSTEM: &str = include_str!("../prompts/ask.system.md");
-pub const ASK_USER: &str = include_str!("../prompts/ask.user.md");
-pub const ASK_EXAMPLES: &str = include_str!("../prompts/ask.examples.md");
+pub const ASK_SYSTEM: &str = include_str!("../../prompts/ask.system.md");
+pub const ASK_USER: &str = include_str!("../../prompts/ask.user.md");
+pub const ASK_EXAMPLES: &str = include_str!("../../prompts/ask.examples.md");
 
 /// The pick of `toc`: section ids from a table of contents (or a direct reply) as JSON.
-pub const TOC_SYSTEM: &str = include_str!("../prompts/toc.system.md");
-pub const TOC_USER: &str = include_str!("../prompts/toc.user.md");
+pub const TOC_SYSTEM: &str = include_str!("../../prompts/toc.system.md");
+pub const TOC_USER: &str = include_str!("../../prompts/toc.user.md");
 
 /// A navigation turn of `roam`: the outline with open sections in, `expand_sections` or
 /// `answer` out.
-pub const ROAM_SYSTEM: &str = include_str!("../prompts/roam.system.md");
-pub const ROAM_USER: &str = include_str!("../prompts/roam.user.md");
+pub const ROAM_SYSTEM: &str = include_str!("../../prompts/roam.system.md");
+pub const ROAM_USER: &str = include_str!("../../prompts/roam.user.md");
 
 /// The plan of `docs`: the documents' fields and titles in, `query_documents` (filters) or
 /// `search_passages` out.
-pub const DOCS_SYSTEM: &str = include_str!("../prompts/docs.system.md");
-pub const DOCS_USER: &str = include_str!("../prompts/docs.user.md");
+pub const DOCS_SYSTEM: &str = include_str!("../../prompts/docs.system.md");
+pub const DOCS_USER: &str = include_str!("../../prompts/docs.user.md");
 
 /// A reader of `docs`: one document (or part) and the query in, what it says out.
-pub const DOCS_READ_SYSTEM: &str = include_str!("../prompts/docs.read.system.md");
-pub const DOCS_READ_USER: &str = include_str!("../prompts/docs.read.user.md");
+pub const DOCS_READ_SYSTEM: &str = include_str!("../../prompts/docs.read.system.md");
+pub const DOCS_READ_USER: &str = include_str!("../../prompts/docs.read.user.md");
 
 /// A generated table of contents' entry: a passage in, a heading and a summary out.
-pub const CONTENTS_SYSTEM: &str = include_str!("../prompts/contents.system.md");
-pub const CONTENTS_USER: &str = include_str!("../prompts/contents.user.md");
+pub const CONTENTS_SYSTEM: &str = include_str!("../../prompts/contents.system.md");
+pub const CONTENTS_USER: &str = include_str!("../../prompts/contents.user.md");
 
 /// A request of one system prompt (trimmed) and one user message, taking at most
 /// `max_tokens`; callers add openings, tools or JSON mode.

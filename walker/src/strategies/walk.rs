@@ -13,17 +13,17 @@ use walkrag_engine::ChunkId;
 use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
 use crate::dot;
-use crate::event::{Event, Sink};
-use crate::jsonl::{Item, Reader};
-use crate::links::Links;
-use crate::memory::Memory;
-use crate::names;
-use crate::passages;
-use crate::prompt;
-use crate::reply::{self, Match};
+use crate::reader::jsonl::{Item, Reader};
+use crate::reader::prompt;
+use crate::reader::reply::{self, Match};
+use crate::reader::support;
 use crate::run::Run;
+use crate::search::links::Links;
+use crate::search::memory::Memory;
+use crate::search::names;
+use crate::search::passages;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
-use crate::support;
+use crate::trace::event::{Event, Sink};
 use crate::trace::{Descriptor, Fact, Origin, RetrievedChunk, Step};
 
 /// The walker's settings.
@@ -52,7 +52,7 @@ pub struct Walk {
     /// asked for in a call of their own ([`NextSources`]).
     pub next_sources: NextSources,
     /// Also search, after each read that does not end the walk, the first this many unread
-    /// names of the cycle's passages ([`crate::names`]) not already next sources, each with
+    /// names of the cycle's passages ([`crate::search::names`]) not already next sources, each with
     /// the question, as `links` does with no model call; 0 (the default): none. `walk --names
     /// 3` on MuSiQue's first 15 (docs/results/musique-dev15/names).
     pub names: usize,
@@ -60,7 +60,7 @@ pub struct Walk {
     /// the question and the cycle's trusted facts: the second hop's names are in the facts.
     pub expand_from_facts: bool,
     /// Also follow the links of the cycle's passages (other documents and sections named in
-    /// the passages that gave trusted facts, and in the best new one; see [`crate::links`]),
+    /// the passages that gave trusted facts, and in the best new one; see [`crate::search::links`]),
     /// the most relevant to the question first.
     pub follow_links: bool,
     /// Facts of earlier questions: recalled before the first read, the walk's own trusted
@@ -79,7 +79,7 @@ pub enum NextSources {
     #[default]
     Written,
     /// After each read step that does not end the walk, one short call asks the model for
-    /// the follow-up question the cycle's best passages raise ([`crate::ask`]); it is
+    /// the follow-up question the cycle's best passages raise ([`crate::strategies::ask`]); it is
     /// searched before any next source the read step wrote. Recall@10 0.633 → 0.683 and F1
     /// 0.097 → 0.150 on MuSiQue's first 10, for two more calls a walk
     /// (docs/results/walk-asked).
@@ -571,7 +571,8 @@ impl<'a> Walking<'a> {
             && cycle < walk.max_cycles
         {
             let asked =
-                crate::ask::follow_up(&mut self.run, cycle, self.question, &self.new).await?;
+                crate::strategies::ask::follow_up(&mut self.run, cycle, self.question, &self.new)
+                    .await?;
             if let Some(d) = asked {
                 self.run.trace.steps.push(Step::Descriptor(d.clone()));
                 self.run.emit(Event::NextSource(d.clone()));

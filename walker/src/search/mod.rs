@@ -1,0 +1,14 @@
+//! What the strategies search and show besides the index's own nearest chunks: the links
+//! between passages, the names a passage gives that were not read yet, the leads beside a
+//! table of contents, metadata filters, the token budget of chosen sections, passages as
+//! the model sees them, facts remembered across questions, and tables of contents written
+//! by a model.
+
+pub mod budget;
+pub mod contents;
+pub mod filters;
+pub mod leads;
+pub mod links;
+pub mod memory;
+pub mod names;
+pub mod passages;
