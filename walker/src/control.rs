@@ -32,8 +32,8 @@ pub type PauseFn = Box<dyn FnMut(&CycleReport<'_>) -> Steer + Send>;
 /// What a cycle found, for a pause.
 pub struct CycleReport<'a> {
     pub cycle: usize,
-    pub facts: &'a [crate::Fact],
-    pub descriptors: &'a [crate::Descriptor],
+    pub facts: &'a [crate::trace::Fact],
+    pub descriptors: &'a [crate::trace::Descriptor],
 }
 
 /// How to go on after a pause.

@@ -54,9 +54,3 @@ pub use trace::{
     ActionStep, Descriptor, Fact, LlmCall, Origin, Retrieval, RetrievedChunk, ScoreCall, Step,
     Trace,
 };
-
-/// The dot product: the cosine of two unit-length vectors (what the index stores and the
-/// embedders return).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}

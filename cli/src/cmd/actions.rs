@@ -274,18 +274,3 @@ pub fn show_action(err: &mut dyn Write, step: &ActionStep) {
         _ => {}
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::weight;
-
-    #[test]
-    fn a_weight_is_a_finite_number_not_below_zero() {
-        assert_eq!(weight("8"), Ok(8.0));
-        assert_eq!(weight(" 0.5 "), Ok(0.5));
-        for bad in ["-1", "NaN", "inf", "eight", ""] {
-            let error = weight(bad).unwrap_err();
-            assert!(error.contains("not a weight"), "{bad}: {error}");
-        }
-    }
-}

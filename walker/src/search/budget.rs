@@ -3,7 +3,7 @@
 
 use walkrag_engine::ChunkId;
 
-use crate::dot;
+use super::dot;
 use crate::run::Run;
 
 /// The chunks of `groups` (each a chosen section's chunks in document order, most useful

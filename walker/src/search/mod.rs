@@ -12,3 +12,9 @@ pub mod links;
 pub mod memory;
 pub mod names;
 pub mod passages;
+
+/// The dot product: the cosine of two unit-length vectors (what the index stores and the
+/// embedders return).
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

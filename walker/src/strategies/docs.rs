@@ -26,13 +26,12 @@ use walkrag_core::{ChatModel, ChatRequest, Completion, ToolDef};
 use walkrag_engine::{ChunkId, IndexedDoc};
 
 use crate::answer::{Answer, Termination};
-use crate::dot;
 use crate::reader::constrain;
 use crate::reader::jsonl::{squash, ObjectReader, Raw};
 use crate::reader::{llm, prompt, reply};
 use crate::run::{Answered, Run};
 use crate::search::filters::{self, Field};
-use crate::search::{budget, passages};
+use crate::search::{budget, dot, passages};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Fact, Origin, RetrievedChunk};

@@ -26,20 +26,20 @@ pub const AVAILABLE: [&str; 8] = STRATEGY_NAMES;
 #[derive(Clone, Default)]
 pub struct Options {
     /// Stops and hints from outside (strategies that loop honour them).
-    pub control: crate::Control,
+    pub control: crate::control::Control,
     /// Chunks retrieved per search.
     pub k: Option<usize>,
     /// Most retrieval cycles (multi-cycle strategies).
     pub max_cycles: Option<usize>,
     /// Facts remembered across questions (strategies that gather facts use it).
-    pub memory: Option<std::sync::Arc<crate::Memory>>,
+    pub memory: Option<std::sync::Arc<crate::search::memory::Memory>>,
     /// The model that reads whole documents (`docs`); `None`: the chat model.
     pub reader: Option<std::sync::Arc<dyn ChatModel>>,
     /// `links`, `walk`: unread names of the passages searched per hop (see
-    /// [`crate::Linked::names`], [`crate::Walk::names`]).
+    /// [`linked::Linked::names`], [`walk::Walk::names`]).
     pub names: Option<usize>,
     /// `walk`: where next sources come from (see [`crate::NextSources`]).
-    pub next_sources: crate::NextSources,
+    pub next_sources: walk::NextSources,
     /// `toc`, `sections`, `roam`: the question's nearest passages whose sections are listed
     /// as leads (see [`crate::Toc::leads`]).
     pub leads: Option<usize>,
@@ -65,7 +65,7 @@ impl std::fmt::Debug for Options {
 pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, UnknownStrategy> {
     match name {
         "single" => {
-            let mut single = crate::Single::default();
+            let mut single = single::Single::default();
             if let Some(k) = options.k {
                 single.k = k;
             }
@@ -73,7 +73,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             Ok(Box::new(single))
         }
         "links" => {
-            let mut linked = crate::Linked::default();
+            let mut linked = linked::Linked::default();
             if let Some(k) = options.k {
                 linked.k = k;
             }
@@ -87,7 +87,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             Ok(Box::new(linked))
         }
         "walk" => {
-            let mut walk = crate::Walk::default();
+            let mut walk = walk::Walk::default();
             if let Some(k) = options.k {
                 walk.k = k;
             }
@@ -104,13 +104,13 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             Ok(Box::new(walk))
         }
         "toc" | "sections" => {
-            let mut toc = crate::Toc {
+            let mut toc = toc::Toc {
                 chooser: if name == "toc" {
-                    crate::SectionChooser::Model
+                    toc::SectionChooser::Model
                 } else {
-                    crate::SectionChooser::Search
+                    toc::SectionChooser::Search
                 },
-                ..crate::Toc::default()
+                ..toc::Toc::default()
             };
             if let Some(k) = options.k {
                 toc.k = k;
@@ -121,7 +121,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             Ok(Box::new(toc))
         }
         "roam" => {
-            let mut roam = crate::Roam::default();
+            let mut roam = roam::Roam::default();
             if let Some(k) = options.k {
                 roam.k = k;
             }
@@ -134,7 +134,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             Ok(Box::new(roam))
         }
         "docs" => {
-            let mut docs = crate::Docs::default();
+            let mut docs = docs::Docs::default();
             if let Some(k) = options.k {
                 docs.k = k;
             }

@@ -31,12 +31,13 @@ use crate::reader::jsonl::{squash, ObjectReader, Raw};
 use crate::reader::prompt;
 use crate::run::Run;
 use crate::search::budget;
+use crate::search::dot;
 use crate::search::leads::{self, Lead};
 use crate::search::passages;
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
+use crate::trace::event::Sink;
 use crate::trace::Origin;
-use crate::{dot, Sink};
 
 /// The most tokens one navigation turn may take: an action and a few ids.
 const TURN_MAX_TOKENS: usize = 80;

@@ -32,7 +32,7 @@ use crate::search::contents::{needs_contents, ContentsFile};
 use crate::search::leads::{self, Lead};
 use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
-use crate::Sink;
+use crate::trace::event::Sink;
 
 /// The most tokens the pick may take: a handful of ids, or a one-line reply.
 const PICK_MAX_TOKENS: usize = 120;

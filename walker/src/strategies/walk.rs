@@ -12,12 +12,12 @@ use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
-use crate::dot;
 use crate::reader::jsonl::{Item, Reader};
 use crate::reader::prompt;
 use crate::reader::reply::{self, Match};
 use crate::reader::support;
 use crate::run::Run;
+use crate::search::dot;
 use crate::search::links::Links;
 use crate::search::memory::Memory;
 use crate::search::names;

@@ -5,8 +5,9 @@
 use serde::Serialize;
 use walkrag_engine::{ChunkRef, Hit, Index, Item};
 
+use crate::answer::Answer;
 use crate::trace::graph::Graph;
-use crate::{Answer, Trace};
+use crate::trace::Trace;
 
 /// The last line of `ask --json` (and the last event of the server's stream).
 #[derive(Serialize)]
