@@ -22,52 +22,23 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use walkrag_core::{EmbedError, Embedder};
+use walkrag_core::Embedder;
 
 use crate::ann::{self, AnnParams, Graph};
 use crate::chunk::{Chunk, ChunkSpec};
 use crate::document::Document;
 use crate::ids::{ChunkId, DocId, SectionId};
 use crate::indexed::Nearest;
-pub use crate::indexed::{IndexedDoc, Progress, Quiet, Summary};
+pub use crate::indexed::{IndexError, IndexedDoc, Progress, Quiet, Summary, FORMAT_VERSION};
 use crate::markdown::Section;
 use crate::plan::{self, Known, Plan, Reuse};
 use crate::resume::Resumable;
 
-/// The version of the layout above; an index of another version is refused with advice.
-pub const FORMAT_VERSION: u32 = 1;
 const FORMAT_NAME: &str = "walkrag-index";
 const GRAPH_BASENAME: &str = "graph";
 /// The most candidates asked of a store's ANN search when a filter turns some down
 /// (pgvector's largest `hnsw.ef_search`); beyond it the vectors in memory are scanned.
 const MAX_STORE_CANDIDATES: usize = 1000;
-
-/// Why an index could not be opened, searched or written.
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error("no index at {}: build one with `walkrag index PATH --index {}`", .0.display(), .0.display())]
-    NotFound(PathBuf),
-    #[error("the index at {} is damaged ({detail}); rebuild it with `walkrag index PATH --rebuild`", path.display())]
-    Corrupt { path: PathBuf, detail: String },
-    #[error("the index at {} has format version {found}, this walkrag reads version {FORMAT_VERSION}; rebuild it with `walkrag index PATH --rebuild`", path.display())]
-    Version { path: PathBuf, found: u32 },
-    #[error("the index at {} was built with embedder {built} but {given} was given; use --embedder {spec}, or rebuild the index with `walkrag index PATH --rebuild`", path.display())]
-    EmbedderMismatch {
-        path: PathBuf,
-        built: String,
-        spec: String,
-        given: String,
-    },
-    #[error("another walkrag process is writing the index at {}; try again when it has finished", .0.display())]
-    Busy(PathBuf),
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Embed(#[from] EmbedError),
-}
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
     move |source| IndexError::Io {

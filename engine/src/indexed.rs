@@ -1,16 +1,48 @@
-//! What an index holds and reports while it is updated, and what it asks of a store that
-//! searches for it: the types the folder index (`index`), the update plan (`plan`) and the
-//! stores (`store`) share. It imports none of them, so none of them imports another that
-//! imports it back.
+//! What an index holds, why it fails (`IndexError`) and what it reports while it is updated,
+//! and what it asks of a store that searches for it: the types the folder index (`index`), its
+//! resumable embedding (`resume`), the update plan (`plan`) and the stores (`store`) share. It
+//! imports none of them, so none of them imports another that imports it back.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use walkrag_core::EmbedError;
 
 use crate::chunk::Chunk;
 use crate::document::Document;
 use crate::ids::ChunkId;
 use crate::ingest::{SkipReason, Skipped};
+
+/// The version of the folder index's layout (see `index`); an index of another version is refused with advice.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why an index could not be opened, searched or written.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("no index at {}: build one with `walkrag index PATH --index {}`", .0.display(), .0.display())]
+    NotFound(PathBuf),
+    #[error("the index at {} is damaged ({detail}); rebuild it with `walkrag index PATH --rebuild`", path.display())]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("the index at {} has format version {found}, this walkrag reads version {FORMAT_VERSION}; rebuild it with `walkrag index PATH --rebuild`", path.display())]
+    Version { path: PathBuf, found: u32 },
+    #[error("the index at {} was built with embedder {built} but {given} was given; use --embedder {spec}, or rebuild the index with `walkrag index PATH --rebuild`", path.display())]
+    EmbedderMismatch {
+        path: PathBuf,
+        built: String,
+        spec: String,
+        given: String,
+    },
+    #[error("another walkrag process is writing the index at {}; try again when it has finished", .0.display())]
+    Busy(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
 
 /// A document and its chunks, one line of `docs.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 use walkrag_core::{EmbedError, Embedder, Embeddings};
 
-use crate::index::IndexError;
+use crate::indexed::IndexError;
 
 const FILE_NAME: &str = "partial.vectors";
 const MAGIC: &str = "walkrag-partial 1";
