@@ -348,7 +348,8 @@ impl PgStore {
              CREATE TABLE walkrag_manifest (
                  one boolean PRIMARY KEY DEFAULT true CHECK (one),
                  manifest json NOT NULL,
-                 updated timestamptz NOT NULL DEFAULT now());
+                 updated timestamptz NOT NULL DEFAULT now(),
+                 generation bigint NOT NULL DEFAULT 0);
              CREATE SEQUENCE walkrag_document_position;
              CREATE TABLE walkrag_documents (
                  id text PRIMARY KEY,
@@ -391,15 +392,52 @@ impl PgStore {
         self.write_manifest(manifest).await
     }
 
+    /// Writes the manifest at the end of an update, moving the generation counter readers
+    /// watch (tables made before the counter get it here).
     async fn write_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
         let text = serde_json::to_string(manifest).expect("a manifest serialises");
+        self.batch(
+            "ALTER TABLE walkrag_manifest ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0",
+        )
+        .await?;
         self.exec(
             "INSERT INTO walkrag_manifest (one, manifest) VALUES (true, $1::text::json)
-             ON CONFLICT (one) DO UPDATE SET manifest = EXCLUDED.manifest, updated = now()",
+             ON CONFLICT (one) DO UPDATE SET manifest = EXCLUDED.manifest, updated = now(),
+                 generation = walkrag_manifest.generation + 1",
             &[&text],
         )
         .await?;
         Ok(())
+    }
+
+    /// The generation counter and the time of the last update; `None` without an index.
+    async fn generation_async(&self) -> Result<Option<String>, StoreError> {
+        let exists: bool = self
+            .client()
+            .await?
+            .query_one(
+                "SELECT current_schema() IS NOT NULL
+                     AND to_regclass(format('%I.walkrag_manifest', current_schema())) IS NOT NULL",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        if !exists {
+            return Ok(None);
+        }
+        // Through jsonb: a table made before the counter has no such column yet.
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT coalesce(to_jsonb(m)->>'generation', '0') || ' ' || m.updated::text
+                 FROM walkrag_manifest m",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
     }
 
     async fn counts(&self) -> Result<(usize, usize), StoreError> {
@@ -956,6 +994,11 @@ impl Store for PgStore {
 
     fn documents(&self) -> Result<Vec<IndexedDoc>, StoreError> {
         self.block(self.load_documents(None))
+    }
+
+    /// The counter each completed update moves (with its time, for tables older than it).
+    fn generation(&self) -> Result<Option<String>, StoreError> {
+        self.block(self.generation_async())
     }
 
     /// Every document, chunk and vector read in one snapshot; searches come back here, to
