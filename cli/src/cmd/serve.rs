@@ -174,8 +174,7 @@ fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
     // Read before the load: an update finishing meanwhile moves it, and is loaded next.
     let generation = store.generation()?;
     let index = store.clone().load()?;
-    let embedder =
-        super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
+    let embedder = super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
     let model = super::load_chat_model(&args.model)?;
     let search = SearchParams {
         ef_search: None,
