@@ -170,6 +170,11 @@ pub trait Store: Send + Sync {
     /// The index the strategies read: every document, chunk and vector in memory, as they
     /// were at one moment, searched by the store's own ANN index where it has one.
     fn load(self: Arc<Self>) -> Result<Index, StoreError>;
+
+    /// A name for the index's current version that changes whenever an update completes, cheap
+    /// to read, so a long-running reader (`walkrag serve`) sees when to [`Store::load`] again;
+    /// `None` while there is no index. Read it before loading: a later update then changes it.
+    fn generation(&self) -> Result<Option<String>, StoreError>;
 }
 
 /// Every store answers an index's searches by its own ANN search.
@@ -306,5 +311,14 @@ impl Store for FolderStore {
     /// The folder index itself, searched through its own HNSW graph.
     fn load(self: Arc<Self>) -> Result<Index, StoreError> {
         Ok(Index::open(&self.dir)?)
+    }
+
+    /// The live generation's name (`CURRENT`): each update that writes makes a new one.
+    fn generation(&self) -> Result<Option<String>, StoreError> {
+        match index::read_manifest(&self.dir) {
+            Ok((generation, _)) => Ok(Some(generation.display().to_string())),
+            Err(IndexError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 }

@@ -197,8 +197,10 @@ async fn work(
     let started = Instant::now();
     tracing::info!(run = run.as_str(), strategy = strategy.name(), "run starts");
     let engine = &state.engine;
+    // The index as it is now, for the whole run, whatever generation comes meanwhile.
+    let index = state.index();
     let env = Env {
-        index: &engine.index,
+        index: &index,
         embedder: engine.embedder.as_ref(),
         model: engine.model.as_ref(),
         search: engine.search,
@@ -228,9 +230,19 @@ async fn work(
                 ms = started.elapsed().as_millis() as u64,
                 "run done"
             );
-            state.runs.keep(run, answer, &engine.index);
+            state.runs.keep(run, answer, &index);
             state.stats.completed.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send(Line::Answer(line));
+        }
+        Err(e) if e.is_rejection() => {
+            tracing::info!(
+                run = run.as_str(),
+                code = e.code,
+                "run rejected: {}",
+                e.message
+            );
+            state.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send(Line::Error(e));
         }
         Err(e) => {
             tracing::warn!(

@@ -6,6 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use walkrag_core::ChatError;
 use walkrag_walker::{StrategyError, UnknownStrategy};
 
 /// An error answered to a client. `code` is stable (scripts match on it); `message` is for
@@ -17,6 +18,15 @@ pub struct ApiError {
     pub message: String,
     /// Seconds to wait before trying again (`Retry-After`), for `queue_full`.
     pub retry_after: Option<u64>,
+    /// For `context_too_long`: the tokens the prompt needed and the model's context.
+    pub tokens: Option<Tokens>,
+}
+
+/// A prompt's size against the model's context, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tokens {
+    pub needed: usize,
+    pub limit: usize,
 }
 
 #[derive(Serialize)]
@@ -28,6 +38,8 @@ struct Body<'a> {
 struct Inner<'a> {
     code: &'a str,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokens: Option<Tokens>,
 }
 
 impl ApiError {
@@ -37,7 +49,13 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            tokens: None,
         }
+    }
+
+    /// Refused for what the client asked, not failed: a question the model cannot take.
+    pub fn is_rejection(&self) -> bool {
+        self.status.is_client_error()
     }
 
     /// A request that is well-formed JSON but asks for something invalid.
@@ -73,6 +91,7 @@ impl ApiError {
             error: Inner {
                 code: self.code,
                 message: &self.message,
+                tokens: self.tokens,
             },
         })
         .expect("an error serializes")
@@ -90,6 +109,7 @@ impl ApiError {
             error: Inner {
                 code: self.code,
                 message: &self.message,
+                tokens: self.tokens,
             },
         })
         .expect("an error serializes")
@@ -109,7 +129,7 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+        if self.code == "payload_too_large" {
             // The rest of the body is never read, so the connection cannot carry another
             // request: say so, or a client's pool reuses it and its next request fails.
             response
@@ -145,6 +165,20 @@ impl From<StrategyError> for ApiError {
     fn from(e: StrategyError) -> Self {
         match e {
             StrategyError::Embed(_) => Self::internal(e.to_string()),
+            // The client's question (with what the strategy read for it) does not fit the
+            // model: a 413 the client can act on (a shorter question, a smaller k), not a
+            // failure of the model.
+            StrategyError::Chat(ChatError::ContextTooLong { needed, limit }) => Self {
+                tokens: Some(Tokens { needed, limit }),
+                ..Self::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "context_too_long",
+                    format!(
+                        "the prompt for this question needs {needed} tokens and the model \
+                         takes {limit}: ask a shorter question, or a smaller k"
+                    ),
+                )
+            },
             StrategyError::Chat(_) => {
                 let status = if e.is_transient() {
                     StatusCode::SERVICE_UNAVAILABLE
@@ -205,8 +239,10 @@ pub enum ServeError {
          `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
     )]
     NeedsToken { addr: std::net::SocketAddr },
-    #[error("--token must not be empty")]
-    EmptyToken,
+    #[error("--token has whitespace (a newline from a secret file?); clients would never send it: give the token alone")]
+    TokenWhitespace,
+    #[error("--token has {chars} characters; give at least 16 (e.g. `openssl rand -hex 16`)")]
+    ShortToken { chars: usize },
     #[error("--cors takes one origin such as https://example.org, not {0:?}")]
     BadOrigin(String),
     #[error("cannot listen on {addr}: {source}")]

@@ -2,20 +2,67 @@
 //! the official Rust SDK: over stdio for desktop clients (`walkrag mcp`) and over streamable
 //! HTTP at `/mcp` of `walkrag serve`. The tools answer the JSON the HTTP routes answer; `ask`
 //! shares their queue and reports the walk as progress notifications while it runs.
+//!
+//! Arguments are checked as the HTTP routes check bodies: the schemas carry the limits the
+//! server enforces (from the same constants), unknown arguments are refused, and a refusal is
+//! a tool error whose text is the error object `{"error": {"code", "message"}}`.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, RequestMetaObject,
     ServerCapabilities, ServerConfig,
 };
+use rmcp::schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use rmcp::{tool, tool_handler, tool_router, Peer, RoleServer, ServerHandler};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::ask::{self, AskRequest};
+use crate::ask::{self, AskRequest, MAX_CYCLES, MAX_K};
 use crate::error::ApiError;
-use crate::routes;
+use crate::routes::{self, MAX_SEARCH_K};
 use crate::Shared;
+
+/// A tool's arguments, read by the tool itself: a wrong type, a missing or an unknown
+/// argument becomes the `invalid_request` error object, as over HTTP, instead of the SDK's
+/// plain-text protocol error. Its schema is `T`'s.
+pub struct Checked<T>(Result<T, ApiError>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Checked<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Ok(Checked(
+            serde_json::from_value(value).map_err(|e| ApiError::invalid(e.to_string())),
+        ))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Checked<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// The strategies a question may name: those this server runs (`actions` is not served).
+fn served_strategies() -> Vec<&'static str> {
+    let options = walkrag_walker::Options::default();
+    walkrag_walker::AVAILABLE
+        .into_iter()
+        .filter(|name| walkrag_walker::by_name(name, &options).is_ok())
+        .collect()
+}
+
+fn strategy_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": ["string", "null"],
+        "enum": served_strategies().into_iter().map(Some).chain([None]).collect::<Vec<_>>(),
+        "description": "walk (default: reads, notes facts, searches again), single (one search), \
+                        links, roam, toc, sections or docs",
+    })
+}
 
 /// The MCP server: one per session, all sharing the engine and the queue.
 #[derive(Clone)]
@@ -23,42 +70,49 @@ pub struct Tools {
     state: Shared,
 }
 
-#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
 pub struct SearchArgs {
     /// What to look for, in words.
     query: String,
-    /// How many passages (default 10, at most 100).
+    /// How many passages (default 10).
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_SEARCH_K))]
     k: Option<usize>,
 }
 
-#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
 pub struct AskArgs {
     /// The question.
     question: String,
-    /// walk (default: reads, notes facts, searches again), single (one search), roam, toc or docs.
     #[serde(default)]
+    #[schemars(schema_with = "strategy_schema")]
     strategy: Option<String>,
     /// Passages retrieved per search.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_K))]
     k: Option<usize>,
     /// Most retrieval cycles.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_CYCLES))]
     max_cycles: Option<usize>,
 }
 
-#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
 pub struct OutlineArgs {
     /// A document id; leave out for every document.
     #[serde(default)]
     doc: Option<String>,
 }
 
-#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
 pub struct ShowArgs {
     /// A section id (8 hex digits), a chunk id (section.N) or a document id.
     id: String,
@@ -83,7 +137,14 @@ impl Tools {
         description = "Search the indexed documents: the passages nearest to the query, best \
                        first, each with its chunk id, document, section path and text."
     )]
-    async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> CallToolResult {
+    async fn search(
+        &self,
+        Parameters(Checked(args)): Parameters<Checked<SearchArgs>>,
+    ) -> CallToolResult {
+        let args = match args {
+            Ok(args) => args,
+            Err(error) => return result(Err(error)),
+        };
         let state = self.state.clone();
         let json =
             tokio::task::spawn_blocking(move || routes::search_json(&state, &args.query, args.k))
@@ -100,10 +161,14 @@ impl Tools {
     )]
     async fn ask(
         &self,
-        Parameters(args): Parameters<AskArgs>,
+        Parameters(Checked(args)): Parameters<Checked<AskArgs>>,
         meta: RequestMetaObject,
         client: Peer<RoleServer>,
     ) -> CallToolResult {
+        let args = match args {
+            Ok(args) => args,
+            Err(error) => return result(Err(error)),
+        };
         let request = AskRequest {
             question: args.question,
             strategy: args.strategy,
@@ -147,16 +212,22 @@ impl Tools {
         description = "The outline of one document (or of every document): its sections with \
                        their ids and the start of their text. Open a section with show."
     )]
-    async fn outline(&self, Parameters(args): Parameters<OutlineArgs>) -> CallToolResult {
-        result(routes::outline_json(&self.state, args.doc.as_deref()))
+    async fn outline(
+        &self,
+        Parameters(Checked(args)): Parameters<Checked<OutlineArgs>>,
+    ) -> CallToolResult {
+        result(args.and_then(|args| routes::outline_json(&self.state, args.doc.as_deref())))
     }
 
     #[tool(
         description = "The text of a section (with its subsections), a chunk or a whole \
                        document, by the id search, outline or an answer's citation gave."
     )]
-    async fn show(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
-        result(routes::show_json(&self.state, &args.id))
+    async fn show(
+        &self,
+        Parameters(Checked(args)): Parameters<Checked<ShowArgs>>,
+    ) -> CallToolResult {
+        result(args.and_then(|args| routes::show_json(&self.state, &args.id)))
     }
 }
 
@@ -191,6 +262,20 @@ fn progress_message(event: &str) -> Option<String> {
         "note" => format!("note: {}", text("message")),
         _ => return None,
     })
+}
+
+/// A closed HTTP session answers `204 No Content`: the MCP SDKs expect 200 or 204 where the
+/// Rust SDK's service says `202 Accepted`, though the session is already gone.
+pub(crate) async fn session_closed(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let closing = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if closing && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// Serves the tools over stdin and stdout until the client closes them.

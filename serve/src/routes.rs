@@ -48,17 +48,19 @@ pub(crate) async fn healthz(State(state): State<Shared>) -> Response {
         completed: u64,
         cancelled: u64,
         failed: u64,
+        rejected: u64,
     }
     let engine = &state.engine;
     json(&Health {
         status: "ok",
         model: engine.model.id(),
         embedder: engine.embedder.id(),
-        documents: engine.index.documents().len(),
+        documents: state.index().documents().len(),
         load: state.queue.load(),
         completed: state.stats.completed.load(Ordering::Relaxed),
         cancelled: state.stats.cancelled.load(Ordering::Relaxed),
         failed: state.stats.failed.load(Ordering::Relaxed),
+        rejected: state.stats.rejected.load(Ordering::Relaxed),
     })
 }
 
@@ -106,12 +108,12 @@ pub(crate) fn search_json(
         .embedder
         .embed_one(query)
         .map_err(|e| ApiError::internal(format!("cannot embed the query: {e}")))?;
-    let index = &engine.index;
+    let index = state.index();
     let hits = index.search_with(&vector, k, &engine.search.options(None));
     let hits = hits
         .iter()
         .enumerate()
-        .map(|(i, hit)| SearchHit::new(index, i + 1, hit))
+        .map(|(i, hit)| SearchHit::new(&index, i + 1, hit))
         .collect();
     to_json(&Hits { hits })
 }
@@ -122,7 +124,7 @@ pub(crate) fn outline_json(state: &Shared, doc: Option<&str>) -> Result<String, 
     struct Outlines {
         documents: Vec<outline::Outline>,
     }
-    let index = &state.engine.index;
+    let index = state.index();
     match doc {
         None => to_json(&Outlines {
             documents: index
@@ -142,7 +144,8 @@ pub(crate) fn outline_json(state: &Shared, doc: Option<&str>) -> Result<String, 
 
 /// The section, chunk or document `id` names, as `show --json` prints it.
 pub(crate) fn show_json(state: &Shared, id: &str) -> Result<String, ApiError> {
-    match state.engine.index.resolve(id.trim()) {
+    let index = state.index();
+    match index.resolve(id.trim()) {
         Some(item) => to_json(&Shown::of(item)),
         None => Err(ApiError::not_found(format!(
             "no document, section or chunk {id:?}; ids come from the outline and from search"

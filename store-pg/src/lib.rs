@@ -18,6 +18,7 @@
 //! from inside an async task.
 
 pub mod bench;
+mod tls;
 mod url;
 
 use std::collections::HashSet;
@@ -30,7 +31,8 @@ use pgvector::Vector;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::Runtime;
 use tokio::sync::{Mutex, OwnedMutexGuard};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::{Client, NoTls, Socket};
 use walkrag_core::Embedder;
 use walkrag_engine::plan::{self, Known, Plan, Reuse};
 use walkrag_engine::{
@@ -71,6 +73,8 @@ pub struct PgStore {
     location: String,
     password: Option<String>,
     config: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` asks; `None`: plain TCP.
+    tls: Option<tls::Tls>,
     runtime: Runtime,
     /// Open connections, one at first, more as callers overlap (up to [`MAX_CONNECTIONS`]);
     /// a caller holds one for a statement or a whole transaction.
@@ -91,15 +95,20 @@ struct Pool {
 const MAX_CONNECTIONS: usize = 4;
 
 impl PgStore {
-    /// Connects to the database at `url` (a `postgres://` URL or `key=value` pairs); nothing
-    /// is created until the first update.
+    /// Connects to the database at `url` (a `postgres://` URL or `key=value` pairs, with
+    /// `sslmode` and `sslrootcert` for TLS as libpq reads them); nothing is created until the
+    /// first update.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         let location = redact(url);
-        let mut config =
-            tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Database {
-                location: location.clone(),
-                detail: format!("not a PostgreSQL connection string: {e}"),
-            })?;
+        let bad = |detail: String| StoreError::Database {
+            location: location.clone(),
+            detail: redact(&detail),
+        };
+        let (url, tls_settings) = tls::split(url).map_err(&bad)?;
+        let mut config = tokio_postgres::Config::from_str(&url)
+            .map_err(|e| bad(format!("not a PostgreSQL connection string: {e}")))?;
+        config.ssl_mode(tls_settings.ssl_mode());
+        let tls = tls_settings.connector().map_err(&bad)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -120,6 +129,7 @@ impl PgStore {
             location,
             password,
             config,
+            tls,
             runtime,
             pool: std::sync::Mutex::new(Pool::default()),
         };
@@ -170,7 +180,23 @@ impl PgStore {
 
     /// A new connection, served by this store's runtime.
     async fn open(&self) -> Result<Client, StoreError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+        let client = match &self.tls {
+            Some(tls) => self.open_with(tls.clone()).await?,
+            None => self.open_with(NoTls).await?,
+        };
+        tracing::debug!("connected to {}", self.location);
+        Ok(client)
+    }
+
+    /// A new connection over `tls`, its messages served by a task of this store's runtime.
+    async fn open_with<T>(&self, tls: T) -> Result<Client, StoreError>
+    where
+        T: MakeTlsConnect<Socket>,
+        T::Stream: Send + 'static,
+        T::TlsConnect: Send,
+        <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+    {
+        let (client, connection) = self.config.connect(tls).await.map_err(|e| {
             let detail = scrub(&e, self.password.as_deref());
             let location = self.location.clone();
             match e.as_db_error() {
@@ -184,7 +210,6 @@ impl PgStore {
                 tracing::warn!("connection to {logged} ended: {e}");
             }
         });
-        tracing::debug!("connected to {}", self.location);
         Ok(client)
     }
 
@@ -323,7 +348,8 @@ impl PgStore {
              CREATE TABLE walkrag_manifest (
                  one boolean PRIMARY KEY DEFAULT true CHECK (one),
                  manifest json NOT NULL,
-                 updated timestamptz NOT NULL DEFAULT now());
+                 updated timestamptz NOT NULL DEFAULT now(),
+                 generation bigint NOT NULL DEFAULT 0);
              CREATE SEQUENCE walkrag_document_position;
              CREATE TABLE walkrag_documents (
                  id text PRIMARY KEY,
@@ -366,15 +392,52 @@ impl PgStore {
         self.write_manifest(manifest).await
     }
 
+    /// Writes the manifest at the end of an update, moving the generation counter readers
+    /// watch (tables made before the counter get it here).
     async fn write_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
         let text = serde_json::to_string(manifest).expect("a manifest serialises");
+        self.batch(
+            "ALTER TABLE walkrag_manifest ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0",
+        )
+        .await?;
         self.exec(
             "INSERT INTO walkrag_manifest (one, manifest) VALUES (true, $1::text::json)
-             ON CONFLICT (one) DO UPDATE SET manifest = EXCLUDED.manifest, updated = now()",
+             ON CONFLICT (one) DO UPDATE SET manifest = EXCLUDED.manifest, updated = now(),
+                 generation = walkrag_manifest.generation + 1",
             &[&text],
         )
         .await?;
         Ok(())
+    }
+
+    /// The generation counter and the time of the last update; `None` without an index.
+    async fn generation_async(&self) -> Result<Option<String>, StoreError> {
+        let exists: bool = self
+            .client()
+            .await?
+            .query_one(
+                "SELECT current_schema() IS NOT NULL
+                     AND to_regclass(format('%I.walkrag_manifest', current_schema())) IS NOT NULL",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        if !exists {
+            return Ok(None);
+        }
+        // Through jsonb: a table made before the counter has no such column yet.
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT coalesce(to_jsonb(m)->>'generation', '0') || ' ' || m.updated::text
+                 FROM walkrag_manifest m",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
     }
 
     async fn counts(&self) -> Result<(usize, usize), StoreError> {
@@ -931,6 +994,11 @@ impl Store for PgStore {
 
     fn documents(&self) -> Result<Vec<IndexedDoc>, StoreError> {
         self.block(self.load_documents(None))
+    }
+
+    /// The counter each completed update moves (with its time, for tables older than it).
+    fn generation(&self) -> Result<Option<String>, StoreError> {
+        self.block(self.generation_async())
     }
 
     /// Every document, chunk and vector read in one snapshot; searches come back here, to

@@ -121,12 +121,22 @@ pub fn open_with_embedder(
         None => Index::open(dir)?,
         Some(_) => Arc::<dyn Store>::from(open_store(dir, store)?).load()?,
     };
+    let embedder = embedder_for(&index, spec, remote)?;
+    Ok((index, embedder))
+}
+
+/// The embedder `index` was built with (or `spec`, if it matches).
+pub fn embedder_for(
+    index: &Index,
+    spec: Option<&str>,
+    remote: &RemoteEmbedArgs,
+) -> anyhow::Result<Box<dyn Embedder>> {
     let spec = spec.unwrap_or(&index.manifest().embedder.spec).to_string();
     let embedder = remote
         .load(&spec)
         .with_context(|| format!("cannot load the embedder {spec:?} this index was built with"))?;
     index.check_embedder(embedder.as_ref())?;
-    Ok((index, embedder))
+    Ok(embedder)
 }
 
 /// Search the index: the chunks nearest to QUERY, best first.

@@ -5,8 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
+use walkrag_engine::Store;
 use walkrag_models::{ModelSpec, DEFAULT_MODEL};
 use walkrag_serve::{Config, Engine};
 use walkrag_walker::SearchParams;
@@ -25,17 +27,23 @@ use walkrag_walker::SearchParams;
 /// {"error": {"code", "message"}}; a full queue answers 429 with Retry-After.
 ///
 /// A local model answers one question at a time (--parallel), up to --queue more wait.
-/// It listens on 127.0.0.1 only unless --addr says otherwise, which needs --token: every
-/// request must then carry `Authorization: Bearer TOKEN`. The token is never logged.
+/// It listens on 127.0.0.1 only unless --addr says otherwise, which needs --token (16
+/// characters or more): every request but the page must then carry
+/// `Authorization: Bearer TOKEN`. The token is never logged. It answers only to loopback
+/// names, the address a client reached it at and --allow-host names (DNS rebinding), refuses
+/// other sites' pages unless --cors names one, and takes bodies as application/json only.
+/// SIGTERM or Ctrl-C stops it: running questions get --drain-seconds to finish, then it
+/// exits 0.
 ///
 /// Examples:
 ///   walkrag serve --model local:qwen2.5-coder-0.5b
-///   curl -N localhost:8080/v1/ask -d '{"question": "Who chairs the board?"}'
-///   curl localhost:8080/v1/ask -H 'Accept: application/json' \
-///        -d '{"question": "Who chairs the board?", "strategy": "single", "k": 3}'
-///   curl localhost:8080/v1/search -d '{"query": "board members", "k": 5}'
-///   WALKRAG_TOKEN=s3cret walkrag serve --addr 0.0.0.0:8080
-///   curl -N -H 'Authorization: Bearer s3cret' host:8080/v1/ask -d '{"question": "..."}'
+///   curl -N localhost:8080/v1/ask -H 'Content-Type: application/json' \
+///        -d '{"question": "Who chairs the board?"}'
+///   curl localhost:8080/v1/ask --json '{"question": "Who chairs the board?", "k": 3}'
+///   curl localhost:8080/v1/search --json '{"query": "board members", "k": 5}'
+///   WALKRAG_TOKEN=$(openssl rand -hex 16) walkrag serve --addr 0.0.0.0:8080 --allow-host host
+///   curl -N -H "Authorization: Bearer $WALKRAG_TOKEN" -H 'Content-Type: application/json' \
+///        host:8080/v1/ask -d '{"question": "..."}'
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -50,6 +58,13 @@ pub struct Args {
     /// Let pages from ORIGIN (https://example.org) call the API from a browser.
     #[arg(long, value_name = "ORIGIN")]
     cors: Option<String>,
+    /// Answer to Host NAME too (loopback names and the address reached are always answered);
+    /// repeat for more.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
+    /// Seconds running questions get to finish after SIGTERM or Ctrl-C.
+    #[arg(long, default_value_t = 30)]
+    drain_seconds: u64,
     /// Questions that may wait for the model; more get 429.
     #[arg(long, default_value_t = Config::default().queue)]
     queue: usize,
@@ -87,9 +102,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config {
         token: args.token,
         cors: args.cors,
+        allow_hosts: args.allow_hosts,
         slots: args.parallel.unwrap_or(if remote { 4 } else { 1 }).max(1),
         queue: args.queue,
         max_body: args.max_body,
+        drain: Duration::from_secs(args.drain_seconds),
         ..Config::default()
     };
     // Refused before the models load: a mistake costs no wait.
@@ -102,40 +119,74 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let addr = listener
             .local_addr()
             .context("cannot read the bound address")?;
-        eprintln!("walkrag serve: listening on http://{addr} (Ctrl-C stops)");
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-            eprintln!("walkrag serve: stopping after the requests under way (Ctrl-C again quits)");
+        eprintln!("walkrag serve: listening on http://{addr} (Ctrl-C or SIGTERM stops)");
+        let drain = config.drain;
+        let shutdown = async move {
+            let signal = stop_signal().await;
+            eprintln!(
+                "walkrag serve: {signal}: stopping; running questions get {} s to finish \
+                 (another signal quits at once)",
+                drain.as_secs()
+            );
             tokio::spawn(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
+                stop_signal().await;
+                std::process::exit(130);
             });
         };
-        walkrag_serve::serve(listener, app, shutdown).await?;
+        walkrag_serve::serve(listener, app, shutdown, drain).await?;
         anyhow::Ok(())
     })?;
+    // Runs cut at the deadline may still hold a thread in the model: do not wait for them.
+    runtime.shutdown_background();
+    eprintln!("walkrag serve: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
-/// The index, its embedder and the chat model, loaded once.
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (how systemd, Docker and Kubernetes stop a service)
+/// and names the one that came.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// The index, its embedder and the chat model, loaded once; the index is loaded again when
+/// its folder or database has a new generation (another `walkrag index` finished).
 fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
-    let (index, embedder) = super::query::open_with_embedder(
-        &args.index,
-        &args.store,
-        args.embedder.as_deref(),
-        &args.remote,
-    )?;
+    let store: Arc<dyn Store> = Arc::from(super::query::open_store(&args.index, &args.store)?);
+    // Read before the load: an update finishing meanwhile moves it, and is loaded next.
+    let generation = store.generation()?;
+    let index = store.clone().load()?;
+    let embedder = super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
     let model = super::load_chat_model(&args.model)?;
-    Ok(Arc::new(Engine {
-        index,
-        embedder: Arc::from(embedder),
-        model,
-        search: SearchParams {
-            ef_search: None,
-            exact: args.exact,
-        },
-    }))
+    let search = SearchParams {
+        ef_search: None,
+        exact: args.exact,
+    };
+    Ok(Arc::new(
+        Engine::new(index, Arc::from(embedder), model, search).watching(
+            store,
+            generation,
+            walkrag_serve::RELOAD_CHECK,
+        ),
+    ))
 }
 
 /// Serve the index as MCP tools over stdin and stdout, for desktop agents.

@@ -284,7 +284,23 @@ fn serve_guards_and_refuses_clearly() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--token"), "{}", stderr(&out));
 
-    let token = "tok-9f2c71e0";
+    // A token with a secret file's newline, or a short one: refused at start, not echoed.
+    for (bad, why) in [
+        ("tok-9f2c71e0-4b8d-a1\n", "whitespace"),
+        ("tok-9f2c71e0", "16"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+            .args(["serve", "--model", MODEL, "--addr", "127.0.0.1:0"])
+            .env("WALKRAG_TOKEN", bad)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("tok-9f2c"), "{}", stderr(&out));
+    }
+
+    let token = "tok-9f2c71e0-4b8d-a1";
     let server = Server::start(dir, &[], &[("WALKRAG_TOKEN", token)]);
     let client = reqwest::Client::new();
     let rt = runtime();
@@ -348,4 +364,164 @@ fn serve_guards_and_refuses_clearly() {
         !log.contains(token),
         "the token never reaches the log: {log}"
     );
+    assert!(
+        !log.contains('\u{1b}'),
+        "no colour codes in a log that is not a terminal: {log:?}"
+    );
+
+    // Another Host (DNS rebinding) and a text/plain post from another site: refused.
+    let rebound = send(
+        client
+            .get(format!("{}/v1/outline", server.url))
+            .header("host", "attacker.example")
+            .bearer_auth(token),
+    );
+    assert_eq!(error(rebound, 403), "host_not_allowed");
+    let cross = send(
+        client
+            .post(format!("{}/v1/ask", server.url))
+            .header("origin", "https://attacker.example")
+            .header("content-type", "text/plain")
+            .body(r#"{"question": "who"}"#),
+    );
+    assert_eq!(error(cross, 403), "origin_not_allowed");
+    // The page loads without the token; the data behind it does not.
+    let page = send(client.get(&server.url));
+    assert_eq!(page.status(), 200);
+}
+
+/// Sends `signal` (`TERM`, `INT`) to the server.
+fn signal(server: &Server, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The server's exit code, waiting a bounded while.
+fn exit_code(server: &mut Server, within: Duration) -> Option<i32> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the server did not exit within {within:?}: {}",
+        server.log()
+    );
+}
+
+#[test]
+fn sigterm_lets_the_running_answer_finish_then_exits_0() {
+    let tmp = indexed();
+    // A deadline far past the question's time, however busy the machine.
+    let mut server = Server::start(tmp.path(), &["--drain-seconds", "300"], &[]);
+    let client = reqwest::Client::new();
+    let rt = runtime();
+    let text = rt.block_on(async {
+        let mut response = client
+            .post(format!("{}/v1/ask", server.url))
+            .json(&json!({"question": "Who is the mayor of Velmora?",
+                          "strategy": "single", "k": 2}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let mut text = String::new();
+        let first = response.chunk().await.unwrap().unwrap();
+        text.push_str(&String::from_utf8_lossy(&first));
+        // Stopped as systemd, Docker and Kubernetes stop a service, mid-answer.
+        signal(&server, "TERM");
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        text
+    });
+    let events = sse_objects(&text);
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "answer",
+        "the stream ends with its answer: {text}\n{}",
+        server.log()
+    );
+    assert_eq!(exit_code(&mut server, Duration::from_secs(120)), Some(0));
+    let log = server.log_with("stopped");
+    assert!(log.contains("SIGTERM"), "{log}");
+
+    // SIGINT with nothing running: out at once, 0 too.
+    let mut idle = Server::start(tmp.path(), &[], &[]);
+    signal(&idle, "INT");
+    assert_eq!(exit_code(&mut idle, Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn past_drain_seconds_a_running_answer_is_cut_and_the_exit_is_0() {
+    let tmp = indexed();
+    let mut server = Server::start(tmp.path(), &["--drain-seconds", "1"], &[]);
+    let client = reqwest::Client::new();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut response = client
+            .post(format!("{}/v1/ask", server.url))
+            .json(
+                &json!({"question": "In which village was the mayor of Velmora born?",
+                          "strategy": "walk", "k": 3, "max_cycles": 20}),
+            )
+            .send()
+            .await
+            .unwrap();
+        response.chunk().await.unwrap().unwrap();
+        signal(&server, "TERM");
+        while let Ok(Some(_)) = response.chunk().await {}
+    });
+    assert_eq!(exit_code(&mut server, Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn serve_sees_documents_indexed_while_it_runs() {
+    let tmp = indexed();
+    let dir = tmp.path();
+    let server = Server::start(dir, &[], &[]);
+    let client = reqwest::Client::new();
+    let rt = runtime();
+    let query = json!({"query": "Who keeps the Orlen lighthouse?", "k": 1});
+    let top = |rt: &tokio::runtime::Runtime| -> Value {
+        rt.block_on(async {
+            client
+                .post(format!("{}/v1/search", server.url))
+                .json(&query)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()["hits"][0]
+                .clone()
+        })
+    };
+    assert_ne!(top(&rt)["doc_id"], "c5");
+
+    std::fs::write(
+        dir.join("more.jsonl"),
+        r#"{"id": "c5", "title": "Orlen lighthouse", "text": "The Orlen lighthouse is kept by Mara Voss, who has lit it every night since 1998."}"#,
+    )
+    .unwrap();
+    let out = walkrag(dir, &["index", "more.jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // No restart: a request after the index run finds the new generation loaded.
+    let mut found = Value::Null;
+    for _ in 0..300 {
+        found = top(&rt);
+        if found["doc_id"] == "c5" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(found["doc_id"], "c5", "{found}\n{}", server.log());
+    let log = server.log_with("reloaded");
+    assert!(log.contains("new index generation"), "{log}");
 }

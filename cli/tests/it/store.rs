@@ -381,3 +381,101 @@ fn ask_and_eval_read_a_postgres_store_as_they_read_the_folder() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_mistyped_store_url_is_named_without_its_password() {
+    let tmp = tempfile::tempdir().unwrap();
+    for url in [
+        "postgres:/walkrag:sekrit-pw-1@127.0.0.1:5432/walkrag",
+        "postgress://walkrag:sekrit-pw-1@127.0.0.1:5432/walkrag",
+        "postgresql:walkrag:sekrit-pw-1@127.0.0.1/walkrag",
+        "walkrag:sekrit-pw-1@127.0.0.1/walkrag",
+    ] {
+        let out = walkrag(tmp.path(), &["search", "x", "--store", url]);
+        assert_eq!(out.status.code(), Some(2), "{url}");
+        let message = stderr(&out);
+        assert!(
+            message.contains("--store takes a postgres:// URL"),
+            "{message}"
+        );
+        assert!(!message.contains("sekrit"), "{url}: {message}");
+        assert!(message.contains("***"), "{message}");
+    }
+}
+
+#[test]
+fn serve_sees_documents_indexed_into_the_store_while_it_runs() {
+    let url = fresh_schema("walkrag_test_cli_serve");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("corpus.jsonl"), crate::corpus(4, "one")).unwrap();
+    let out = walkrag(dir, &["index", "corpus.jsonl", "--store", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_walkrag"))
+        .args([
+            "serve",
+            "--model",
+            "local:smollm2-135m",
+            "--addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--store", &url])
+        .current_dir(dir)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("serve prints where it listens")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let top = || -> Value {
+        runtime.block_on(async {
+            client
+                .post(format!("{address}/v1/search"))
+                .json(&serde_json::json!({"query": "Who keeps the Orlen lighthouse?", "k": 1}))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()["hits"][0]
+                .clone()
+        })
+    };
+    assert_ne!(top()["doc_id"], "orlen");
+
+    std::fs::write(
+        dir.join("more.jsonl"),
+        r#"{"id": "orlen", "title": "Orlen lighthouse", "text": "The Orlen lighthouse is kept by Mara Voss, who has lit it every night since 1998."}"#,
+    )
+    .unwrap();
+    let out = walkrag(dir, &["index", "more.jsonl", "--store", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let started = Instant::now();
+    let mut found = Value::Null;
+    while started.elapsed() < Duration::from_secs(30) {
+        found = top();
+        if found["doc_id"] == "orlen" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(found["doc_id"], "orlen", "{found}");
+}

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 use walkrag_serve::{Config, ServeError};
 
-use crate::{assert_error, Events, TestServer};
+use std::sync::Arc;
+
+use crate::{assert_error, Events, FakeTooLongModel, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_streams_events_then_the_answer_and_keeps_the_trace() {
@@ -269,13 +271,26 @@ async fn every_refusal_has_the_one_error_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_guards_every_route() {
+async fn a_token_guards_every_route_but_the_page() {
     let config = Config {
-        token: Some("s3cret-t0ken".into()),
+        token: Some("s3cret-t0ken-5e81c2".into()),
         ..Config::default()
     };
     let server = TestServer::start(config, 0).await;
-    for path in ["/healthz", "/", "/v1/outline", "/v1/show/d1", "/nowhere"] {
+    // The page loads without credentials (a browser sends none for a page) and holds no data:
+    // it asks for the token, keeps it in the tab's session storage and sends it on each call.
+    let page = server.client.get(&server.url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("sessionStorage") && page.contains("Authorization"));
+    assert!(!page.contains("s3cret"));
+    for path in [
+        "/healthz",
+        "/v1/outline",
+        "/v1/show/d1",
+        "/v1/trace/0123456789abcdef",
+        "/nowhere",
+    ] {
         let url = format!("{}{path}", server.url);
         let none = server.client.get(&url).send().await.unwrap();
         assert_eq!(none.headers()["www-authenticate"], "Bearer");
@@ -283,7 +298,7 @@ async fn a_token_guards_every_route() {
         let wrong = server
             .client
             .get(&url)
-            .bearer_auth("s3cret-t0keN")
+            .bearer_auth("s3cret-t0ken-5e81c")
             .send()
             .await
             .unwrap();
@@ -297,10 +312,21 @@ async fn a_token_guards_every_route() {
         .await
         .unwrap();
     assert_error(search, 401, "unauthorized").await;
+    // The scheme is case-insensitive (RFC 9110); the token is not.
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let ok = server
+            .client
+            .get(format!("{}/v1/outline", server.url))
+            .header("authorization", format!("{scheme} s3cret-t0ken-5e81c2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 200, "{scheme}");
+    }
     let ok = server
         .client
         .get(format!("{}/healthz", server.url))
-        .bearer_auth("s3cret-t0ken")
+        .bearer_auth("s3cret-t0ken-5e81c2")
         .send()
         .await
         .unwrap();
@@ -334,17 +360,35 @@ fn beyond_loopback_a_token_is_required() {
     assert!(open.check(local).is_ok());
     assert!(open.check(v6_local).is_ok());
     let guarded = Config {
-        token: Some("t".into()),
+        token: Some("7f3a9c0e51b24d86".into()),
         ..Config::default()
     };
     assert!(guarded.check(anywhere).is_ok());
-    let empty = Config {
-        token: Some(String::new()),
+    let token = |t: &str| Config {
+        token: Some(t.into()),
         ..Config::default()
     };
-    assert!(matches!(empty.check(local), Err(ServeError::EmptyToken)));
+    for short in ["", "t", "7f3a9c0e51b24d8"] {
+        assert!(
+            matches!(
+                token(short).check(local),
+                Err(ServeError::ShortToken { .. })
+            ),
+            "{short:?}"
+        );
+    }
+    for spaced in [
+        "7f3a9c0e51b24d86\n",
+        " 7f3a9c0e51b24d86",
+        "7f3a9c0e 51b24d86",
+    ] {
+        assert!(
+            matches!(token(spaced).check(local), Err(ServeError::TokenWhitespace)),
+            "{spaced:?}"
+        );
+    }
     assert!(
-        !format!("{guarded:?}").contains("\"t\""),
+        !format!("{guarded:?}").contains("7f3a9c0e"),
         "Debug hides the token"
     );
     let any_origin = Config {
@@ -374,7 +418,7 @@ async fn cors_headers_only_for_the_origin_given() {
 
     let config = Config {
         cors: Some("https://example.org".into()),
-        token: Some("tok".into()),
+        token: Some("tok-0123456789abcdef".into()),
         ..Config::default()
     };
     let open = TestServer::start(config, 0).await;
@@ -400,12 +444,238 @@ async fn cors_headers_only_for_the_origin_given() {
         .client
         .get(format!("{}/healthz", open.url))
         .header("origin", "https://example.org")
-        .bearer_auth("tok")
+        .bearer_auth("tok-0123456789abcdef")
         .send()
         .await
         .unwrap();
     assert_eq!(
         response.headers()["access-control-allow-origin"],
         "https://example.org"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_hosts_are_refused_on_every_route() {
+    let server = TestServer::start(Config::default(), 0).await;
+    let port = server.url.rsplit(':').next().unwrap().to_string();
+    let get = |path: &str, host: String| {
+        server
+            .client
+            .get(format!("{}{path}", server.url))
+            .header("host", host)
+            .send()
+    };
+    // DNS rebinding: a name that resolves to 127.0.0.1 but is not this server's.
+    for path in [
+        "/",
+        "/healthz",
+        "/v1/outline",
+        "/v1/show/d1",
+        "/mcp",
+        "/nowhere",
+    ] {
+        for host in ["attacker.example", &format!("attacker.example:{port}")] {
+            assert_error(
+                get(path, host.to_string()).await.unwrap(),
+                403,
+                "host_not_allowed",
+            )
+            .await;
+        }
+    }
+    let search = server
+        .client
+        .post(format!("{}/v1/search", server.url))
+        .header("host", "attacker.example")
+        .json(&json!({"query": "cheese"}))
+        .send()
+        .await
+        .unwrap();
+    assert_error(search, 403, "host_not_allowed").await;
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "localhost".into(),
+    ] {
+        assert_eq!(
+            get("/v1/outline", host.clone()).await.unwrap().status(),
+            200,
+            "{host}"
+        );
+    }
+
+    // --allow-host adds a name.
+    let named = TestServer::start(
+        Config {
+            allow_hosts: vec!["walkrag.lan".into()],
+            ..Config::default()
+        },
+        0,
+    )
+    .await;
+    let answered = named
+        .client
+        .get(format!("{}/v1/outline", named.url))
+        .header("host", "walkrag.lan:8080")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let other = named
+        .client
+        .get(format!("{}/v1/outline", named.url))
+        .header("host", "other.lan")
+        .send()
+        .await
+        .unwrap();
+    assert_error(other, 403, "host_not_allowed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_origins_and_non_json_posts_are_refused() {
+    let server = TestServer::start(Config::default(), 10).await;
+    let own = server.url.clone();
+    let post = |path: &str, origin: Option<&str>, content_type: &str| {
+        let mut request = server
+            .client
+            .post(format!("{}{path}", server.url))
+            .header("content-type", content_type)
+            .body(r#"{"question": "Who is the mayor of Velmora?", "query": "mayor"}"#);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    // A page elsewhere posting text/plain (no preflight): refused before a run starts.
+    for content_type in ["text/plain", "application/json"] {
+        assert_error(
+            post("/v1/ask", Some("https://attacker.example"), content_type)
+                .await
+                .unwrap(),
+            403,
+            "origin_not_allowed",
+        )
+        .await;
+    }
+    assert_error(
+        post("/v1/ask", Some("null"), "application/json")
+            .await
+            .unwrap(),
+        403,
+        "origin_not_allowed",
+    )
+    .await;
+    let read = server
+        .client
+        .get(format!("{}/v1/outline", server.url))
+        .header("origin", "https://attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_error(read, 403, "origin_not_allowed").await;
+    // Bodies are JSON only, whoever sends them.
+    for content_type in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        assert_error(
+            post("/v1/search", None, content_type).await.unwrap(),
+            415,
+            "unsupported_media_type",
+        )
+        .await;
+    }
+    let no_type = server
+        .client
+        .post(format!("{}/v1/search", server.url))
+        .body(r#"{"query": "mayor"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_error(no_type, 415, "unsupported_media_type").await;
+    assert_eq!(server.health().await["completed"], 0, "no run started");
+    // The page's own origin, and a charset parameter, pass.
+    let search = post("/v1/search", Some(&own), "application/json; charset=utf-8")
+        .await
+        .unwrap();
+    assert_error(search, 400, "invalid_request").await; // "question" is not a search field
+    let search = server
+        .client
+        .post(format!("{}/v1/search", server.url))
+        .header("origin", &own)
+        .json(&json!({"query": "mayor"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(search.status(), 200);
+
+    // --cors lets the one origin named in.
+    let open = TestServer::start(
+        Config {
+            cors: Some("https://example.org".into()),
+            ..Config::default()
+        },
+        0,
+    )
+    .await;
+    let allowed = open
+        .client
+        .post(format!("{}/v1/search", open.url))
+        .header("origin", "https://example.org")
+        .json(&json!({"query": "mayor"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), 200);
+    let other = open
+        .client
+        .post(format!("{}/v1/search", open.url))
+        .header("origin", "https://example.com")
+        .json(&json!({"query": "mayor"}))
+        .send()
+        .await
+        .unwrap();
+    assert_error(other, 403, "origin_not_allowed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_past_the_context_is_413_and_rejected() {
+    let server =
+        TestServer::start_with(Config::default(), 0, Some(Arc::new(FakeTooLongModel))).await;
+    let response = server
+        .client
+        .post(format!("{}/v1/ask", server.url))
+        .header("accept", "application/json")
+        .json(&json!({"question": "Who is the mayor of Velmora?", "strategy": "single"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "context_too_long", "{body}");
+    assert_eq!(
+        body["error"]["tokens"],
+        json!({"needed": 2300, "limit": 2048})
+    );
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("2300") && message.contains("2048"),
+        "{message}"
+    );
+
+    // Streamed, it is the stream's error event.
+    let mut events = Events::new(
+        server
+            .ask(json!({"question": "Who is the mayor of Velmora?", "strategy": "single"}))
+            .await,
+    );
+    let error = events.until("error").await.pop().unwrap();
+    assert_eq!(error["error"]["code"], "context_too_long");
+    let health = server.until("both runs end", |h| h["running"] == 0).await;
+    assert_eq!(health["rejected"], 2, "{health}");
+    assert_eq!(
+        health["failed"], 0,
+        "the client's doing, not a failure: {health}"
     );
 }

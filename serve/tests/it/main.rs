@@ -7,6 +7,7 @@
 mod api;
 mod mcp;
 mod queue;
+mod shutdown;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use walkrag_core::{ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Usage};
+use walkrag_core::{ChatError, ChatModel, ChatRequest, Delta, DeltaStream, FinishReason, Usage};
 use walkrag_engine::Index;
 use walkrag_serve::{Config, Engine};
 use walkrag_walker::testing::{test_index, FakeWordEmbedder, TestIndex};
@@ -88,48 +89,97 @@ impl ChatModel for FakeGatedModel {
     }
 }
 
+/// A fake chat model (tests only) whose every prompt is too long for its context, as the
+/// local models and OpenAI-compatible servers report it.
+pub struct FakeTooLongModel;
+
+impl ChatModel for FakeTooLongModel {
+    fn id(&self) -> &str {
+        "test:too-long"
+    }
+    fn context_length(&self) -> Option<usize> {
+        Some(2048)
+    }
+    fn supports_tools(&self) -> bool {
+        false
+    }
+    fn stream(&self, _request: ChatRequest) -> DeltaStream {
+        Box::pin(futures_util::stream::iter([Err(
+            ChatError::ContextTooLong {
+                needed: 2300,
+                limit: 2048,
+            },
+        )]))
+    }
+}
+
 /// A server on 127.0.0.1 over the walker's test index and a [`FakeGatedModel`].
 pub struct TestServer {
     pub url: String,
     pub model: Arc<FakeGatedModel>,
     pub client: reqwest::Client,
     _index: TestIndex,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The serving task: ends once the server stopped (and drained).
+    pub served: Option<tokio::task::JoinHandle<Result<(), walkrag_serve::ServeError>>>,
 }
 
 impl TestServer {
     /// Starts one with `config` and a closed gate (`open` permits).
     pub async fn start(config: Config, open: usize) -> Self {
+        Self::start_with(config, open, None).await
+    }
+
+    /// Starts one whose chat model is `model` (the gated one when `None`).
+    pub async fn start_with(
+        config: Config,
+        open: usize,
+        model: Option<Arc<dyn ChatModel>>,
+    ) -> Self {
         let test = test_index();
         let index = Index::open(test.index.dir()).unwrap();
-        let model = Arc::new(FakeGatedModel {
+        let gated = Arc::new(FakeGatedModel {
             gate: Arc::new(Semaphore::new(open)),
             started: Arc::default(),
             dropped: Arc::default(),
         });
-        let engine = Arc::new(Engine {
+        let engine = Arc::new(Engine::new(
             index,
-            embedder: Arc::new(FakeWordEmbedder),
-            model: model.clone(),
-            search: SearchParams {
+            Arc::new(FakeWordEmbedder),
+            model.unwrap_or_else(|| gated.clone()),
+            SearchParams {
                 ef_search: None,
                 exact: true,
             },
-        });
+        ));
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let listener = walkrag_serve::bind(addr, &config).await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        let drain = config.drain;
         let app = walkrag_serve::router(engine, config).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(walkrag_serve::serve(listener, app, async {
-            let _ = stopped.await;
-        }));
+        let served = tokio::spawn(walkrag_serve::serve(
+            listener,
+            app,
+            async {
+                let _ = stopped.await;
+            },
+            drain,
+        ));
         TestServer {
             url,
-            model,
+            model: gated,
             client: reqwest::Client::new(),
             _index: test,
-            _stop: stop,
+            stop: Some(stop),
+            served: Some(served),
+        }
+    }
+
+    /// Asks the server to stop (as SIGTERM does): it stops accepting and drains.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
     }
 

@@ -169,7 +169,7 @@ async fn the_tools_answer_over_streamable_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_guards_mcp_too() {
     let config = Config {
-        token: Some("mcp-t0ken".into()),
+        token: Some("mcp-t0ken-0a1b2c3d".into()),
         ..Config::default()
     };
     let server = TestServer::start(config, 0).await;
@@ -179,8 +179,87 @@ async fn the_token_guards_mcp_too() {
         .await
         .unwrap();
     assert_error(refused, 401, "unauthorized").await;
-    let mut session = Session::new(&server, Some("mcp-t0ken"));
+    let mut session = Session::new(&server, Some("mcp-t0ken-0a1b2c3d"));
     session.start().await;
     let (outline, error, _) = session.tool("outline", json!({"doc": "d1"})).await;
     assert!(!error, "{outline}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_check_arguments_as_the_routes_do() {
+    let server = TestServer::start(Config::default(), 10).await;
+    let mut session = Session::new(&server, None);
+    session.start().await;
+
+    // The schemas carry the limits the server enforces.
+    let (tools, _) = session.call("tools/list", json!({})).await;
+    let schema = |name: &str| -> Value {
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()["inputSchema"]
+            .clone()
+    };
+    let search = schema("search");
+    assert_eq!(search["properties"]["k"]["minimum"], 1);
+    assert_eq!(
+        search["properties"]["k"]["maximum"],
+        walkrag_serve::MAX_SEARCH_K
+    );
+    assert_eq!(search["additionalProperties"], false);
+    let ask = schema("ask");
+    assert_eq!(ask["properties"]["k"]["minimum"], 1);
+    assert_eq!(ask["properties"]["k"]["maximum"], walkrag_serve::MAX_K);
+    assert_eq!(ask["properties"]["max_cycles"]["minimum"], 1);
+    assert_eq!(
+        ask["properties"]["max_cycles"]["maximum"],
+        walkrag_serve::MAX_CYCLES
+    );
+    let strategies: Vec<&Value> = ask["properties"]["strategy"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    for name in ["walk", "single", "links", "roam", "toc", "sections", "docs"] {
+        assert!(strategies.contains(&&json!(name)), "{name}: {ask}");
+    }
+    assert!(
+        !strategies.contains(&&json!("actions")),
+        "not served: {ask}"
+    );
+
+    // Unknown arguments, wrong types, missing ones and values out of range: the error object.
+    for (tool, arguments) in [
+        ("search", json!({"query": "cheese", "colour": "red"})),
+        ("search", json!({"query": "cheese", "k": "three"})),
+        ("search", json!({"query": "cheese", "k": 0})),
+        ("search", json!({})),
+        ("ask", json!({"question": "q", "k": 51})),
+        ("ask", json!({"question": "q", "max_cycles": 21})),
+        ("ask", json!({"question": "q", "temperature": 0.2})),
+        ("show", json!({"id": 7})),
+        ("outline", json!({"document": "d1"})),
+    ] {
+        let (refused, error, _) = session.tool(tool, arguments.clone()).await;
+        assert!(error, "{tool} {arguments}");
+        assert_eq!(
+            refused["error"]["code"], "invalid_request",
+            "{tool} {arguments}: {refused}"
+        );
+        assert!(!refused["error"]["message"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(server.health().await["completed"], 0, "no question ran");
+
+    // Closing the session: 204, as the SDKs expect.
+    let closed = server
+        .client
+        .delete(format!("{}/mcp", server.url))
+        .header("mcp-session-id", session.id.clone().unwrap())
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
 }

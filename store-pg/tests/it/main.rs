@@ -7,3 +7,4 @@
 
 mod server;
 mod store;
+mod tls;
