@@ -254,13 +254,13 @@ impl PgStore {
         }
     }
 
-    /// The manifest row; `None` when the tables do not exist yet.
-    async fn manifest(&self) -> Result<Option<Manifest>, StoreError> {
-        let exists: bool = self
+    /// Whether the current schema holds the manifest table: only the current schema's counts,
+    /// as a table of the same name further along the search_path (`public`) belongs to
+    /// another index.
+    async fn has_manifest(&self) -> Result<bool, StoreError> {
+        Ok(self
             .client()
             .await?
-            // Only the current schema's: a table of the same name further along the
-            // search_path (`public`) belongs to another index.
             .query_one(
                 "SELECT current_schema() IS NOT NULL
                      AND to_regclass(format('%I.walkrag_manifest', current_schema())) IS NOT NULL",
@@ -268,8 +268,12 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.fail(e))?
-            .get(0);
-        if !exists {
+            .get(0))
+    }
+
+    /// The manifest row; `None` when the tables do not exist yet.
+    async fn manifest(&self) -> Result<Option<Manifest>, StoreError> {
+        if !self.has_manifest().await? {
             return Ok(None);
         }
         let row = self
@@ -412,18 +416,7 @@ impl PgStore {
 
     /// The generation counter and the time of the last update; `None` without an index.
     async fn generation_async(&self) -> Result<Option<String>, StoreError> {
-        let exists: bool = self
-            .client()
-            .await?
-            .query_one(
-                "SELECT current_schema() IS NOT NULL
-                     AND to_regclass(format('%I.walkrag_manifest', current_schema())) IS NOT NULL",
-                &[],
-            )
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
-        if !exists {
+        if !self.has_manifest().await? {
             return Ok(None);
         }
         // Through jsonb: a table made before the counter has no such column yet.
