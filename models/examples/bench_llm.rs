@@ -54,10 +54,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!(
-        "{{\"model\": \"{}\", \"prompt_tokens_per_s\": {:.2}, \"gen_tokens_per_s\": {:.2}}}",
+        "{{\"model\": \"{}\", \"prompt_tokens_per_s\": {:.2}, \"gen_tokens_per_s\": {:.2}, \"cpu\": \"{}\"}}",
         name,
         prompt_tokens as f64 / median(&pp),
-        gen_tokens as f64 / median(&tg)
+        gen_tokens as f64 / median(&tg),
+        walkrag_models::local::cpu()?.name()
     );
     Ok(())
 }

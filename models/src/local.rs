@@ -1,7 +1,9 @@
 //! Local GGUF chat models: Qwen2 (`qwen2`) and Llama-family (`llama`, SmolLM2)
-//! architectures, quantized (8- and 5-bit blocks) on the CPU with our own kernels
-//! (`quant`), one file per family; candle reads the GGUF files, `sample.rs` picks each token.
+//! architectures, quantized (8-, 5- and 4-bit blocks) on the CPU with our own kernels
+//! (`quant`, `attention`, one per instruction set as `cpu` chooses), one file per family; candle reads the GGUF files, `sample.rs` picks each token.
 
+mod attention;
+mod cpu;
 mod llama;
 mod pool;
 mod quant;
@@ -27,6 +29,8 @@ use crate::sample::Sampler;
 use crate::template::ChatMl;
 use crate::tokenizer::GgufTokenizer;
 use crate::LoadError;
+
+pub use cpu::{cpu, Cpu};
 
 /// A model with its KV cache and compute threads; used by one generation at a time.
 struct Weights {
@@ -160,6 +164,7 @@ impl LocalModel {
         let mut tensors = transformer::Tensors {
             content: &content,
             file: &mut file,
+            cpu: cpu()?,
         };
         let model = match arch.as_str() {
             "qwen2" => qwen2::load(&mut tensors)?,

@@ -12,6 +12,8 @@ use walkrag_models::{load_local, ModelSpec, DEFAULT_MODEL};
 /// Generation: --gen-tokens forward passes of one token each, from an empty context, with
 /// the KV cache. One warm-up, then --runs runs of each; medians are reported. Compare with
 /// `../shared/baselines/llama-bench.sh MODEL.gguf` run back to back on the same machine.
+/// The int8 kernels are the best the CPU has; WALKRAG_CPU=avx512|avxvnni|avx2|scalar forces
+/// one (an error where the CPU lacks it); the report names the kernels that ran.
 ///
 /// With --json-schema FILE, also constrained generation through the real generation path:
 /// the same chat prompt (--prompt) answered freely and under the schema, --runs times each,
@@ -82,6 +84,8 @@ struct Report {
     generated_tokens: usize,
     gen_tokens_per_s: f64,
     threads: usize,
+    /// The int8 kernels that ran (`avx512`, `avxvnni`, `avx2`, `scalar`).
+    cpu: &'static str,
     prompt_runs_s: Vec<f64>,
     gen_runs_s: Vec<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,6 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         generated_tokens: args.gen_tokens,
         gen_tokens_per_s: args.gen_tokens as f64 / super::bench::median(&gen_runs_s),
         threads: walkrag_embed::compute_threads(),
+        cpu: walkrag_models::local::cpu()?.name(),
         prompt_runs_s,
         gen_runs_s,
         json_schema,
@@ -172,6 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report.gen_tokens_per_s, report.generated_tokens
         );
         println!("threads         {}", report.threads);
+        println!("kernels         {}", report.cpu);
         if let Some(c) = &report.json_schema {
             println!("json schema     {}", c.schema);
             for (name, g) in [("free", &c.free), ("constrained", &c.constrained)] {

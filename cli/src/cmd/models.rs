@@ -30,11 +30,17 @@ struct Row {
     default: bool,
     license: String,
     description: String,
+    /// The int8 kernels local models run on here (see `walkrag bench llm`), or why none.
+    cpu: String,
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     let Command::List { json } = command;
     let catalog = Catalog::builtin();
+    let cpu = match walkrag_models::local::cpu() {
+        Ok(cpu) => cpu.name().to_string(),
+        Err(e) => format!("error: {e}"),
+    };
     let rows: Vec<Row> = catalog
         .models
         .iter()
@@ -55,6 +61,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 default: model.default,
                 license: model.license.clone(),
                 description: model.description.clone(),
+                cpu: cpu.clone(),
             }
         })
         .collect();
@@ -64,6 +71,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
     } else {
         println!("models directory: {}", models_dir().display());
+        println!("CPU kernels: {cpu} (WALKRAG_CPU=avx512|avxvnni|avx2|scalar forces one)");
         println!("{:<20} {:<10} {:>9}  description", "name", "status", "size");
         for row in &rows {
             let size = if row.installed {

@@ -1,7 +1,16 @@
-//! 8-bit weights and activations and the integer matrix products on them: weights in Q8_0
-//! blocks (32 values, one scale each) with rows interleaved four at a time so that one pass
-//! over the weights serves several tokens; AVX2 kernels with a scalar fallback of the same
-//! arithmetic.
+//! Quantized weights and activations and the integer matrix products on them: weights in
+//! 32-value blocks (8-, 5- or 4-bit, a scale and an offset each) with rows interleaved four at
+//! a time so that one pass over the weights serves several tokens, or, for the VNNI kernels,
+//! repacked into 16-row [`Panel`]s; activations in Q8_0. One kernel per instruction set
+//! ([`Cpu`]): AVX-512 VNNI (`avx512.rs`), AVX-VNNI (`avxvnni.rs`), AVX2, and a scalar twin
+//! of the same arithmetic that the others are tested against.
+
+pub use super::cpu::Cpu;
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod avxvnni;
 
 /// Values per block, as in GGUF's Q8_0.
 pub const QK: usize = 32;
@@ -13,6 +22,13 @@ pub const Q8_0_BYTES: usize = 34;
 pub const Q5_0_BYTES: usize = 22;
 /// Bytes of a GGUF Q4_1 block (f16 scale, f16 minimum, 32 nibbles).
 pub const Q4_1_BYTES: usize = 20;
+/// Values of a GGUF K-quant super-block.
+pub const QK_K: usize = 256;
+/// Bytes of a GGUF Q4_K super-block (f16 scale and minimum, 8 × 6-bit sub-scales and
+/// sub-minima, 256 nibbles).
+pub const Q4_K_BYTES: usize = 144;
+/// Bytes of one 32-value block of [`q4_k_blocks`]' output (f32 scale, f32 offset, nibbles).
+const Q4F_BYTES: usize = 24;
 
 /// How a matrix stores its blocks. Within one block of one group of rows:
 /// - `Q8`: four f16 scales, then four rows of 32 signed bytes; value `d * q`.
@@ -20,11 +36,14 @@ pub const Q4_1_BYTES: usize = 20;
 ///   0..16 first, then 16..32, as in GGUF); value `d * q + m`. From Q4_1, exactly.
 /// - `Q5`: as `Q4` with a fifth bit per value, four u32 after the offsets. From Q5_0
 ///   (offset `-16 d`), exactly.
+/// - `Q4F`: as `Q4` with f32 scales and offsets. From Q4_K (`d · sc`, `-dmin · m` per 32
+///   values: an f16 times a 6-bit integer, exact in f32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Q8,
     Q4,
     Q5,
+    Q4F,
 }
 
 impl Kind {
@@ -32,7 +51,7 @@ impl Kind {
         match self {
             Kind::Q8 => 2 * GROUP + GROUP * QK,
             Kind::Q4 => 4 * GROUP + GROUP * QK / 2,
-            Kind::Q5 => 8 * GROUP + GROUP * QK / 2,
+            Kind::Q5 | Kind::Q4F => 8 * GROUP + GROUP * QK / 2,
         }
     }
 
@@ -41,18 +60,23 @@ impl Kind {
         match self {
             Kind::Q8 => 2 * GROUP,
             Kind::Q4 => 4 * GROUP,
-            Kind::Q5 => 8 * GROUP,
+            Kind::Q5 | Kind::Q4F => 8 * GROUP,
         }
     }
 }
 
 /// A weight matrix `rows × cols` (outputs × inputs) in blocks of 32 values, rows
 /// interleaved by [`GROUP`] (the last group padded with zero rows).
+#[derive(Clone)]
 pub struct QMatrix {
     pub rows: usize,
     pub cols: usize,
     pub kind: Kind,
+    /// Group blocks, group after group; empty once repacked into `panel` without
+    /// [`QMatrix::row`] access kept.
     data: Vec<u8>,
+    /// The same weights for the VNNI kernels, when the chosen [`Cpu`] has them.
+    panel: Option<Panel>,
 }
 
 impl QMatrix {
@@ -83,7 +107,20 @@ impl QMatrix {
             cols,
             kind,
             data,
+            panel: None,
         }
+    }
+
+    /// The matrix as `cpu`'s kernels read it: repacked into panels for the VNNI sets, the
+    /// group blocks kept only with `keep_rows` (for [`QMatrix::row`], the embeddings).
+    pub fn prepared(mut self, cpu: Cpu, keep_rows: bool) -> Self {
+        if cpu.panels() {
+            self.panel = Some(Panel::new(&self));
+            if !keep_rows {
+                self.data = Vec::new();
+            }
+        }
+        self
     }
 
     /// From GGUF Q8_0 blocks, row after row.
@@ -117,6 +154,23 @@ impl QMatrix {
         })
     }
 
+    /// From GGUF Q4_K super-blocks, row after row, exactly.
+    pub fn from_q4_k(rows: usize, cols: usize, raw: &[u8]) -> Self {
+        let blocks = q4_k_blocks(raw);
+        Self::build(
+            rows,
+            cols,
+            Kind::Q4F,
+            &blocks,
+            Q4F_BYTES,
+            |src, dst, lane| {
+                dst[4 * lane..][..4].copy_from_slice(&src[..4]);
+                dst[4 * GROUP + 4 * lane..][..4].copy_from_slice(&src[4..8]);
+                dst[8 * GROUP + lane * QK / 2..][..QK / 2].copy_from_slice(&src[8..]);
+            },
+        )
+    }
+
     /// From f32 values, row after row, rounded as GGUF's Q8_0 quantizer does.
     #[cfg(test)]
     pub fn from_f32(rows: usize, cols: usize, values: &[f32]) -> Self {
@@ -132,12 +186,24 @@ impl QMatrix {
         self.rows.div_ceil(GROUP)
     }
 
+    /// Units of work that threads split: 16-row panels when repacked, else 4-row groups.
+    pub fn units(&self) -> usize {
+        match self.panel {
+            Some(_) => self.rows.div_ceil(PANEL),
+            None => self.groups(),
+        }
+    }
+
     fn group_bytes(&self) -> usize {
         self.blocks() * self.kind.group_block()
     }
 
     /// Row `r` as f32 values (an embedding lookup).
     pub fn row(&self, r: usize, out: &mut [f32]) {
+        assert!(
+            !self.data.is_empty(),
+            "rows of a matrix prepared without them"
+        );
         let (g, lane, nb) = (r / GROUP, r % GROUP, self.blocks());
         let gb = self.kind.group_block();
         let mut q = [0i32; QK];
@@ -153,9 +219,18 @@ impl QMatrix {
     /// The scale, offset and values of row `lane` in a group block.
     fn block(&self, blk: &[u8], lane: usize, q: &mut [i32; QK]) -> (f32, f32) {
         let f16 = |i: usize| f16_to_f32(u16::from_le_bytes([blk[i], blk[i + 1]]));
+        let f32_at = |i: usize| f32::from_le_bytes([blk[i], blk[i + 1], blk[i + 2], blk[i + 3]]);
         let d = f16(2 * lane);
         let start = self.kind.quants();
         match self.kind {
+            Kind::Q4F => {
+                let nibbles = &blk[start + lane * QK / 2..][..QK / 2];
+                for j in 0..QK / 2 {
+                    q[j] = (nibbles[j] & 0xf) as i32;
+                    q[j + 16] = (nibbles[j] >> 4) as i32;
+                }
+                (f32_at(4 * lane), f32_at(4 * GROUP + 4 * lane))
+            }
             Kind::Q8 => {
                 for (q, &v) in q.iter_mut().zip(&blk[start + lane * QK..][..QK]) {
                     *q = v as i8 as i32;
@@ -181,7 +256,96 @@ impl QMatrix {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.data.len()
+        self.data.len() + self.panel.as_ref().map_or(0, Panel::bytes)
+    }
+}
+
+/// Rows per [`Panel`]: one 32-bit lane per row in a 512-bit register.
+pub const PANEL: usize = 16;
+
+/// 64 bytes aligned to a cache line: one register of a panel's values.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// A matrix repacked for the VNNI kernels: rows in panels of [`PANEL`] (the last padded with
+/// zero rows), each 32-value block of a panel stored as lines of 64 bytes in which bytes
+/// `4r..4r + 4` are four consecutive values of row `r`, so one `vpdpbusd` advances all 16
+/// rows by four values with no horizontal sums. Values are unsigned (`vpdpbusd`'s unsigned
+/// side), each row's value `d * (q - offset)` (`U8`) or `d * q + m` (`U4`).
+#[derive(Clone)]
+struct Panel {
+    /// With `Some(offset)`: 8 lines per block of unsigned bytes, line `c` holding values
+    /// `4c..4c + 4`; Q8_0 as `q + 128` (offset 128), Q5_0 as is (offset 16). With `None`:
+    /// 4 lines per block of nibbles, line `c`'s low nibbles holding values `4c..4c + 4`, its
+    /// high nibbles values `16 + 4c..`.
+    offset: Option<i32>,
+    lines: Vec<Line>,
+    /// Per block, 16 scales: f16 (`U8`, as in the file) or f32 `d` then f32 `m` (`U4`).
+    scales_f16: Vec<u16>,
+    scales_f32: Vec<f32>,
+}
+
+impl Panel {
+    fn new(w: &QMatrix) -> Self {
+        let (nb, panels) = (w.blocks(), w.rows.div_ceil(PANEL));
+        let offset = match w.kind {
+            Kind::Q8 => Some(128),
+            Kind::Q5 => Some(16),
+            Kind::Q4 | Kind::Q4F => None,
+        };
+        let per_block = if offset.is_some() { 8 } else { 4 };
+        let mut lines = vec![Line([0; 64]); panels * nb * per_block];
+        let mut scales_f16 = Vec::new();
+        let mut scales_f32 = Vec::new();
+        if offset.is_some() {
+            scales_f16.resize(panels * nb * PANEL, 0);
+        } else {
+            scales_f32.resize(panels * nb * 2 * PANEL, 0.0);
+        }
+        let gb = w.kind.group_block();
+        let mut q = [0i32; QK];
+        for r in 0..w.rows {
+            let (p, lane) = (r / PANEL, r % PANEL);
+            let (g, glane) = (r / GROUP, r % GROUP);
+            for b in 0..nb {
+                let blk = &w.data[(g * nb + b) * gb..][..gb];
+                let (d, m) = w.block(blk, glane, &mut q);
+                let i = p * nb + b;
+                let at = &mut lines[i * per_block..][..per_block];
+                match offset {
+                    Some(offset) => {
+                        // The f16 scale as stored (Q8 and Q5 keep theirs at the same place).
+                        scales_f16[i * PANEL + lane] =
+                            u16::from_le_bytes([blk[2 * glane], blk[2 * glane + 1]]);
+                        debug_assert!(w.kind != Kind::Q5 || m == -16.0 * d);
+                        for (k, &q) in q.iter().enumerate() {
+                            // Q8: -128..128 to 0..256; Q5: 0..32 already.
+                            let u = if w.kind == Kind::Q8 { q + offset } else { q };
+                            at[k / 4].0[4 * lane + k % 4] = u as u8;
+                        }
+                    }
+                    None => {
+                        scales_f32[i * 2 * PANEL + lane] = d;
+                        scales_f32[i * 2 * PANEL + PANEL + lane] = m;
+                        for k in 0..QK / 2 {
+                            let byte = (q[k] | (q[k + QK / 2] << 4)) as u8;
+                            at[k / 4].0[4 * lane + k % 4] = byte;
+                        }
+                    }
+                }
+            }
+        }
+        Self {
+            offset,
+            lines,
+            scales_f16,
+            scales_f32,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        64 * self.lines.len() + 2 * self.scales_f16.len() + 4 * self.scales_f32.len()
     }
 }
 
@@ -196,6 +360,39 @@ pub fn quantize_q8_0(values: &[f32]) -> Vec<u8> {
         raw.extend(block.iter().map(|x| (x * id).round() as i8 as u8));
     }
     raw
+}
+
+/// Q4_K super-blocks as 32-value blocks of f32 scale `d · sc`, f32 offset `-dmin · m` and
+/// 16 bytes of nibbles (values 0..16 low, 16..32 high), exactly.
+pub fn q4_k_blocks(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len() / Q4_K_BYTES * (QK_K / QK) * Q4F_BYTES);
+    for sb in src.chunks_exact(Q4_K_BYTES) {
+        let d = f16_to_f32(u16::from_le_bytes([sb[0], sb[1]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([sb[2], sb[3]]));
+        let (scales, qs) = (&sb[4..16], &sb[16..]);
+        // Sub-block j's 6-bit scale and minimum, packed as GGUF packs them.
+        let scale_min = |j: usize| -> (u8, u8) {
+            if j < 4 {
+                (scales[j] & 63, scales[j + 4] & 63)
+            } else {
+                (
+                    (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4),
+                    (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
+                )
+            }
+        };
+        // 32 bytes of qs hold two sub-blocks: the low nibbles, then the high ones.
+        for (pair, bytes) in qs.chunks_exact(32).enumerate() {
+            for high in [false, true] {
+                let (sc, m) = scale_min(2 * pair + high as usize);
+                out.extend_from_slice(&(d * sc as f32).to_le_bytes());
+                out.extend_from_slice(&(-(dmin * m as f32)).to_le_bytes());
+                let v = |i: usize| if high { bytes[i] >> 4 } else { bytes[i] & 0xf };
+                out.extend((0..QK / 2).map(|i| v(i) | (v(i + QK / 2) << 4)));
+            }
+        }
+    }
+    out
 }
 
 /// Q5_0 blocks to Q8_0 blocks with the same f16 scale: value `j` is `d * (q - 16)` in both,
@@ -227,6 +424,8 @@ pub struct Q8Acts {
     scales: Vec<f32>,
     /// Per block, `scale * Σ values`: what a weight offset multiplies.
     sums: Vec<f32>,
+    /// Per block, `Σ values`: what the panels' integer offsets multiply.
+    isums: Vec<i32>,
     quants: Vec<i8>,
 }
 
@@ -238,6 +437,7 @@ impl Q8Acts {
         self.cols = cols;
         self.scales.resize(tokens * cols / QK, 0.0);
         self.sums.resize(tokens * cols / QK, 0.0);
+        self.isums.resize(tokens * cols / QK, 0);
         self.quants.resize(tokens * cols, 0);
     }
 
@@ -247,13 +447,19 @@ impl Q8Acts {
             cols: self.cols,
             scales: self.scales.as_mut_ptr(),
             sums: self.sums.as_mut_ptr(),
+            isums: self.isums.as_mut_ptr(),
             quants: self.quants.as_mut_ptr(),
         }
     }
 
     /// Quantizes all of `x` on the calling thread.
     pub fn quantize(&mut self, x: &[f32]) {
-        quantize_row(x, &mut self.scales, &mut self.sums, &mut self.quants);
+        let out = (
+            &mut self.scales[..],
+            &mut self.sums[..],
+            &mut self.isums[..],
+        );
+        quantize_row(x, out, &mut self.quants);
     }
 }
 
@@ -262,6 +468,7 @@ pub struct ActsWriter {
     cols: usize,
     scales: *mut f32,
     sums: *mut f32,
+    isums: *mut i32,
     quants: *mut i8,
 }
 
@@ -279,24 +486,30 @@ impl ActsWriter {
         let nb = self.cols / QK;
         let n = x.len() / self.cols;
         // SAFETY: by the contract, these ranges are ours alone.
-        let (scales, sums, quants) = unsafe {
+        let (scales, sums, isums, quants) = unsafe {
             (
                 std::slice::from_raw_parts_mut(self.scales.add(t0 * nb), n * nb),
                 std::slice::from_raw_parts_mut(self.sums.add(t0 * nb), n * nb),
+                std::slice::from_raw_parts_mut(self.isums.add(t0 * nb), n * nb),
                 std::slice::from_raw_parts_mut(self.quants.add(t0 * self.cols), n * self.cols),
             )
         };
-        quantize_row(x, scales, sums, quants);
+        quantize_row(x, (scales, sums, isums), quants);
     }
 }
 
 /// Q8_0 quantization of activations as llama.cpp does it: scale `amax / 127` rounded to f16,
 /// values `x * 127 / amax` rounded to nearest.
-fn quantize_row(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut [i8]) {
-    for (((block, d_out), sum_out), q) in x
+fn quantize_row(
+    x: &[f32],
+    (scales, sums, isums): (&mut [f32], &mut [f32], &mut [i32]),
+    quants: &mut [i8],
+) {
+    for ((((block, d_out), sum_out), isum_out), q) in x
         .chunks_exact(QK)
         .zip(scales.iter_mut())
         .zip(sums.iter_mut())
+        .zip(isums.iter_mut())
         .zip(quants.chunks_exact_mut(QK))
     {
         let amax = block.iter().fold(0f32, |m, x| m.max(x.abs()));
@@ -308,48 +521,49 @@ fn quantize_row(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut [i
             let r = x * id + 12_582_912.0;
             *q = (r.to_bits() as i32 - 0x4b40_0000) as i8;
         }
-        *sum_out = *d_out * q.iter().map(|&q| q as i32).sum::<i32>() as f32;
+        *isum_out = q.iter().map(|&q| q as i32).sum::<i32>();
+        *sum_out = *d_out * *isum_out as f32;
     }
 }
 
-/// `out[t * ldo + r] = Σ_k w[r, k] · a[t, k]` for the rows of groups `g0..g1` and every token
-/// of `a`. Threads may compute disjoint group ranges of one product into one buffer.
+/// `out[t * ldo + r] = Σ_k w[r, k] · a[t, k]` for the rows of units `u0..u1` (see
+/// [`QMatrix::units`]) and every token of `a`, on `cpu`'s kernel (which `w` must be
+/// [prepared](QMatrix::prepared) for). Threads may compute disjoint unit ranges of one
+/// product into one buffer.
 ///
 /// # Safety
 /// `out` must hold `a.tokens` rows of `ldo >= w.rows` values, and no other thread may touch
 /// the entries written here.
-pub unsafe fn matmul(w: &QMatrix, a: &Q8Acts, g0: usize, g1: usize, out: *mut f32, ldo: usize) {
+pub unsafe fn matmul(
+    cpu: Cpu,
+    w: &QMatrix,
+    a: &Q8Acts,
+    u0: usize,
+    u1: usize,
+    out: *mut f32,
+    ldo: usize,
+) {
     assert_eq!(w.cols, a.cols);
-    assert!(g1 <= w.groups() && ldo >= w.rows);
-    #[cfg(target_arch = "x86_64")]
-    if simd() {
-        // SAFETY: the CPU has the features; bounds as checked above.
-        unsafe { avx2::matmul(w, a, g0, g1, out, ldo) };
-        return;
+    assert!(u1 <= w.units() && ldo >= w.rows);
+    assert!(
+        cpu.supported(),
+        "{} kernels on a CPU without them",
+        cpu.name()
+    );
+    match (&w.panel, cpu) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU has the features (checked above); bounds as checked above.
+        (Some(p), Cpu::Avx512) => unsafe { avx512::matmul(w, p, a, u0, u1, out, ldo) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (Some(p), Cpu::AvxVnni) => unsafe { avxvnni::matmul(w, p, a, u0, u1, out, ldo) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (None, Cpu::Avx2) => unsafe { avx2::matmul(w, a, u0, u1, out, ldo) },
+        // SAFETY: as above.
+        (None, Cpu::Scalar) => unsafe { matmul_scalar(w, a, u0, u1, out, ldo) },
+        _ => panic!("a matrix not prepared for the {} kernels", cpu.name()),
     }
-    unsafe { matmul_scalar(w, a, g0, g1, out, ldo) }
-}
-
-/// Groups of rows of `w`, the unit of work split across threads.
-pub fn groups(w: &QMatrix) -> usize {
-    w.groups()
-}
-
-/// Whether the AVX2 kernels run on this CPU.
-pub fn simd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::OnceLock;
-        static SIMD: OnceLock<bool> = OnceLock::new();
-        *SIMD.get_or_init(|| {
-            std::env::var_os("WALKRAG_NO_SIMD").is_none()
-                && is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("fma")
-                && is_x86_feature_detected!("f16c")
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// The scalar kernel: the same sums as the SIMD one, in another order.
@@ -435,6 +649,10 @@ mod avx2 {
                             (Kind::Q5, 3) => tile_u::<3, true>(w, a, g, t0, out, ldo),
                             (Kind::Q5, 2) => tile_u::<2, true>(w, a, g, t0, out, ldo),
                             (Kind::Q5, _) => tile_u::<1, true>(w, a, g, t0, out, ldo),
+                            (Kind::Q4F, 4) => tile_u::<4, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4F, 3) => tile_u::<3, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4F, 2) => tile_u::<2, false>(w, a, g, t0, out, ldo),
+                            (Kind::Q4F, _) => tile_u::<1, false>(w, a, g, t0, out, ldo),
                         }
                     }
                 }
@@ -558,9 +776,17 @@ mod avx2 {
             // SAFETY: block b of group g lies in `data`; tokens t0..t0+N in `a`.
             unsafe {
                 let blk = wp.add(b * gb);
-                let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
+                let (d, m) = if w.kind == Kind::Q4F {
+                    let d = _mm_loadu_ps(blk as *const f32);
+                    (d, _mm_loadu_ps(blk.add(4 * GROUP) as *const f32))
+                } else {
+                    let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
+                    (
+                        d,
+                        _mm_cvtph_ps(_mm_loadl_epi64(blk.add(2 * GROUP) as *const __m128i)),
+                    )
+                };
                 let d = _mm256_set_m128(d, d);
-                let m = _mm_cvtph_ps(_mm_loadl_epi64(blk.add(2 * GROUP) as *const __m128i));
                 // Each offset is added in both halves of the sums: half each.
                 let m = _mm256_mul_ps(_mm256_set_m128(m, m), half);
                 let mut u = [_mm256_setzero_si256(); GROUP];
@@ -590,78 +816,6 @@ mod avx2 {
         }
         // SAFETY: as for this function.
         unsafe { store(w, &acc, g, t0, out, ldo) };
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
-        let n = a.len().min(b.len());
-        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut i = 0;
-        // SAFETY: i + 16 <= n on every load.
-        unsafe {
-            while i + 16 <= n {
-                acc0 =
-                    _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc0);
-                acc1 = _mm256_fmadd_ps(
-                    _mm256_loadu_ps(pa.add(i + 8)),
-                    _mm256_loadu_ps(pb.add(i + 8)),
-                    acc1,
-                );
-                i += 16;
-            }
-        }
-        let acc = _mm256_add_ps(acc0, acc1);
-        let s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        let mut sum = _mm_cvtss_f32(s);
-        for j in i..n {
-            sum += a[j] * b[j];
-        }
-        sum
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn axpy(y: &mut [f32], alpha: f32, x: &[f32]) {
-        let n = y.len().min(x.len());
-        let (py, px) = (y.as_mut_ptr(), x.as_ptr());
-        let va = _mm256_set1_ps(alpha);
-        let mut i = 0;
-        // SAFETY: i + 8 <= n on every access.
-        unsafe {
-            while i + 8 <= n {
-                let v = _mm256_fmadd_ps(va, _mm256_loadu_ps(px.add(i)), _mm256_loadu_ps(py.add(i)));
-                _mm256_storeu_ps(py.add(i), v);
-                i += 8;
-            }
-        }
-        for j in i..n {
-            y[j] += alpha * x[j];
-        }
-    }
-}
-
-/// `Σ a[i] · b[i]` in f32.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if simd() {
-        // SAFETY: the CPU has the features.
-        return unsafe { avx2::dot(a, b) };
-    }
-    a.iter().zip(b).map(|(a, b)| a * b).sum()
-}
-
-/// `y += alpha · x` in f32.
-pub fn axpy(y: &mut [f32], alpha: f32, x: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if simd() {
-        // SAFETY: the CPU has the features.
-        return unsafe { avx2::axpy(y, alpha, x) };
-    }
-    for (y, x) in y.iter_mut().zip(x) {
-        *y += alpha * x;
     }
 }
 
@@ -796,6 +950,39 @@ mod tests {
         }
     }
 
+    /// Q4_K kept at 4 bits reads as candle reads it, and every kernel agrees on it.
+    #[test]
+    fn q4_k_blocks_read_as_candle_reads_them() {
+        use candle_core::quantized::{GgmlDType, QTensor};
+        use candle_core::{Device, Tensor};
+        let device = Device::Cpu;
+        let (rows, cols) = (19, 512);
+        let v = values(rows * cols, 13);
+        let source = Tensor::new(v.as_slice(), &device)
+            .and_then(|t| t.reshape((rows, cols)))
+            .unwrap();
+        let q4k = QTensor::quantize(&source, GgmlDType::Q4K).unwrap();
+        let raw = q4k.data().unwrap();
+        assert_eq!(raw.len(), rows * cols / QK_K * Q4_K_BYTES);
+        let want: Vec<f32> = q4k
+            .dequantize(&device)
+            .and_then(|t| t.flatten_all())
+            .and_then(|t| t.to_vec1())
+            .unwrap();
+        let m = QMatrix::from_q4_k(rows, cols, &raw);
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            m.row(r, &mut row);
+            assert_eq!(row, want[r * cols..(r + 1) * cols]);
+        }
+        for tokens in [1, 5, 11] {
+            let mut a = Q8Acts::default();
+            a.reset(tokens, cols);
+            a.quantize(&values(tokens * cols, 17));
+            assert_kernels_agree(&m, &a);
+        }
+    }
+
     #[test]
     fn q5_0_blocks_convert_to_q8_0_exactly() {
         // A Q5_0 block with every 5-bit value once: q_j = j.
@@ -829,38 +1016,87 @@ mod tests {
         out
     }
 
-    fn product(w: &QMatrix, a: &Q8Acts, simd_path: bool) -> Vec<f32> {
+    /// `w · a` on `cpu`'s kernel (`w` prepared for it), in two halves as two threads would.
+    fn product(cpu: Cpu, w: &QMatrix, a: &Q8Acts) -> Vec<f32> {
+        let w = w.clone().prepared(cpu, false);
         let mut out = vec![f32::NAN; a.tokens * w.rows];
-        let g = groups(w);
-        // Two halves, as two threads would.
-        for (g0, g1) in [(0, g / 2), (g / 2, g)] {
-            unsafe {
-                if simd_path {
-                    matmul(w, a, g0, g1, out.as_mut_ptr(), w.rows)
-                } else {
-                    matmul_scalar(w, a, g0, g1, out.as_mut_ptr(), w.rows)
-                }
-            }
+        let u = w.units();
+        for (u0, u1) in [(0, u / 2), (u / 2, u)] {
+            unsafe { matmul(cpu, &w, a, u0, u1, out.as_mut_ptr(), w.rows) }
         }
         out
     }
 
+    /// The kernels this CPU can run, the scalar one included.
+    fn kernels() -> Vec<Cpu> {
+        Cpu::ALL.into_iter().filter(|c| c.supported()).collect()
+    }
+
+    /// Rows, columns, tokens: one and many tokens, tile remainders, rows that fill neither
+    /// a 4-row group nor a 16-row panel.
+    const SHAPES: [(usize, usize, usize); 8] = [
+        (8, 32, 1),
+        (12, 96, 3),
+        (10, 64, 7),
+        (64, 256, 9),
+        (37, 160, 19),
+        (100, 64, 1),
+        (16, 32, 8),
+        (33, 96, 17),
+    ];
+
+    /// Every kernel the CPU has against the scalar one, within float rounding.
+    fn assert_kernels_agree(w: &QMatrix, a: &Q8Acts) {
+        let scalar = product(Cpu::Scalar, w, a);
+        for cpu in kernels() {
+            let fast = product(cpu, w, a);
+            for (s, f) in scalar.iter().zip(&fast) {
+                assert!(
+                    (s - f).abs() <= 1e-4 * (1.0 + s.abs()),
+                    "{} {:?} {}x{}: {s} vs {f}",
+                    cpu.name(),
+                    w.kind,
+                    w.rows,
+                    w.cols
+                );
+            }
+        }
+    }
+
     #[test]
-    fn matmul_matches_f32_and_simd_matches_scalar() {
-        for (rows, cols, tokens) in [(8, 32, 1), (12, 96, 3), (10, 64, 7), (64, 256, 9)] {
+    fn matmul_matches_f32_and_every_kernel_matches_scalar() {
+        for (rows, cols, tokens) in SHAPES {
             let w = QMatrix::from_f32(rows, cols, &values(rows * cols, 7));
             let x = values(tokens * cols, 9);
             let mut a = Q8Acts::default();
             a.reset(tokens, cols);
             a.quantize(&x);
-            let scalar = product(&w, &a, false);
-            let fast = product(&w, &a, true);
+            let scalar = product(Cpu::Scalar, &w, &a);
             let want = reference(&w, &x, tokens);
-            for ((s, f), r) in scalar.iter().zip(&fast).zip(&want) {
-                assert!((s - f).abs() <= 1e-4 * (1.0 + s.abs()), "{s} vs {f}");
+            for (s, r) in scalar.iter().zip(&want) {
                 // Activations are rounded to 1/254 of each block's largest value.
                 assert!((s - r).abs() <= 0.02 * (cols as f32).sqrt(), "{s} vs {r}");
             }
+            assert_kernels_agree(&w, &a);
+            // Bytes over their whole range through the same kernels.
+            let raw = random_blocks(rows * cols / QK, Q8_0_BYTES, &[0], 3);
+            assert_kernels_agree(&QMatrix::from_q8_0(rows, cols, &raw), &a);
+        }
+    }
+
+    #[test]
+    fn prepared_matrices_keep_their_rows_when_asked() {
+        let (rows, cols) = (21, 64);
+        let w = QMatrix::from_f32(rows, cols, &values(rows * cols, 2));
+        for cpu in kernels() {
+            let p = w.clone().prepared(cpu, true);
+            let (mut a, mut b) = (vec![0f32; cols], vec![0f32; cols]);
+            for r in 0..rows {
+                w.row(r, &mut a);
+                p.row(r, &mut b);
+                assert_eq!(a, b);
+            }
+            assert_eq!(p.units(), if cpu.panels() { 2 } else { 6 });
         }
     }
 
@@ -878,8 +1114,8 @@ mod tests {
     }
 
     #[test]
-    fn four_and_five_bit_matrices_match_f32_and_simd_matches_scalar() {
-        for (rows, cols, tokens) in [(4, 32, 1), (12, 96, 3), (10, 64, 7), (64, 256, 9)] {
+    fn four_and_five_bit_matrices_match_f32_and_every_kernel_matches_scalar() {
+        for (rows, cols, tokens) in SHAPES {
             let n = rows * cols / QK;
             let q4 = QMatrix::from_q4_1(rows, cols, &random_blocks(n, Q4_1_BYTES, &[0, 2], 5));
             let q5 = QMatrix::from_q5_0(rows, cols, &random_blocks(n, Q5_0_BYTES, &[0], 6));
@@ -898,34 +1134,19 @@ mod tests {
             a.reset(tokens, cols);
             a.quantize(&x);
             for w in [&q4, &q5] {
-                let scalar = product(w, &a, false);
-                let fast = product(w, &a, true);
+                let scalar = product(Cpu::Scalar, w, &a);
                 let want = reference(w, &x, tokens);
-                for ((s, f), r) in scalar.iter().zip(&fast).zip(&want) {
-                    assert!(
-                        (s - f).abs() <= 1e-4 * (1.0 + s.abs()),
-                        "{:?}: {s} vs {f}",
-                        w.kind
-                    );
+                for (s, r) in scalar.iter().zip(&want) {
                     assert!((s - r).abs() <= 0.02 * (cols as f32).sqrt(), "{s} vs {r}");
                 }
+                assert_kernels_agree(w, &a);
             }
-            let (p5, p8) = (product(&q5, &a, true), product(&q8, &a, true));
-            for (a, b) in p5.iter().zip(&p8) {
-                assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+            for cpu in kernels() {
+                let (p5, p8) = (product(cpu, &q5, &a), product(cpu, &q8, &a));
+                for (a, b) in p5.iter().zip(&p8) {
+                    assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+                }
             }
-        }
-    }
-
-    #[test]
-    fn f32_helpers_match_plain_loops() {
-        let (a, b) = (values(77, 3), values(77, 4));
-        let want: f32 = a.iter().zip(&b).map(|(a, b)| a * b).sum();
-        assert!((dot(&a, &b) - want).abs() < 1e-4);
-        let mut y = a.clone();
-        axpy(&mut y, 0.5, &b);
-        for ((y, a), b) in y.iter().zip(&a).zip(&b) {
-            assert!((y - (a + 0.5 * b)).abs() < 1e-6);
         }
     }
 }

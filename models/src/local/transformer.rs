@@ -9,8 +9,9 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
+use super::attention::{self, Heads};
 use super::pool::{share, Pool, SyncPtr};
-use super::quant::{self, Q8Acts, QMatrix, Q5_0_BYTES, Q8_0_BYTES, QK};
+use super::quant::{self, Cpu, Q8Acts, QMatrix, Q4_K_BYTES, Q5_0_BYTES, Q8_0_BYTES, QK, QK_K};
 use crate::LoadError;
 
 /// How rotary embeddings pair the values of a head.
@@ -100,6 +101,8 @@ struct Layer {
 
 pub struct Model {
     pub config: Config,
+    /// The kernels the weights were prepared for.
+    cpu: Cpu,
     embed: QMatrix,
     layers: Vec<Layer>,
     out_norm: Vec<f32>,
@@ -107,10 +110,16 @@ pub struct Model {
     lm_head: Option<QMatrix>,
 }
 
+/// Whether Q4_K matrices stay at 4 bits (f32 scale and offset per 32 values) instead of
+/// becoming Q8_0.
+const KEEP_Q4_K: bool = false;
+
 /// Reads tensors from a GGUF file.
 pub struct Tensors<'a> {
     pub content: &'a Content,
     pub file: &'a mut File,
+    /// The kernels the matrices are prepared for.
+    pub cpu: Cpu,
 }
 
 fn format_err(e: impl std::fmt::Display) -> LoadError {
@@ -147,10 +156,16 @@ impl Tensors<'_> {
             .map_err(format_err)
     }
 
-    fn raw(&mut self, name: &str, block_bytes: usize) -> Result<Vec<u8>, LoadError> {
+    /// The tensor's bytes as stored, blocks of `block_values` values in `block_bytes` each.
+    fn raw(
+        &mut self,
+        name: &str,
+        block_values: usize,
+        block_bytes: usize,
+    ) -> Result<Vec<u8>, LoadError> {
         let info = &self.content.tensor_infos[name];
         let start = self.content.tensor_data_offset + info.offset;
-        let mut raw = vec![0u8; info.shape.elem_count() / QK * block_bytes];
+        let mut raw = vec![0u8; info.shape.elem_count() / block_values * block_bytes];
         let io = |e: std::io::Error| LoadError::Io(e.to_string());
         self.file.seek(SeekFrom::Start(start)).map_err(io)?;
         self.file.read_exact(&mut raw).map_err(io)?;
@@ -162,8 +177,8 @@ impl Tensors<'_> {
     fn q8_0(&mut self, name: &str) -> Result<(usize, usize, Vec<u8>), LoadError> {
         let (rows, cols) = self.shape(name)?;
         let raw = match self.content.tensor_infos[name].ggml_dtype {
-            GgmlDType::Q8_0 => self.raw(name, Q8_0_BYTES)?,
-            GgmlDType::Q5_0 => quant::q5_0_to_q8_0(&self.raw(name, Q5_0_BYTES)?),
+            GgmlDType::Q8_0 => self.raw(name, QK, Q8_0_BYTES)?,
+            GgmlDType::Q5_0 => quant::q5_0_to_q8_0(&self.raw(name, QK, Q5_0_BYTES)?),
             _ => quant::quantize_q8_0(&self.f32(name)?),
         };
         Ok((rows, cols, raw))
@@ -173,6 +188,11 @@ impl Tensors<'_> {
     /// all share that type, anything else as Q8_0. (Q4_1 kept exactly follows llama.cpp's
     /// greedy choices less closely than Q4_1 through Q8_0: SmolLM2's golden "g3" diverges.)
     fn stacked(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
+        Ok(self.unprepared(names)?.prepared(self.cpu, false))
+    }
+
+    /// As [`Tensors::stacked`], in 4-row groups whatever the kernels.
+    fn unprepared(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
         let dtypes: Vec<GgmlDType> = names
             .iter()
             .map(|n| {
@@ -193,7 +213,8 @@ impl Tensors<'_> {
                 )));
             }
             let part = match dtypes[0] {
-                GgmlDType::Q5_0 if same => self.raw(name, Q5_0_BYTES)?,
+                GgmlDType::Q5_0 if same => self.raw(name, QK, Q5_0_BYTES)?,
+                GgmlDType::Q4K if same && KEEP_Q4_K => self.raw(name, QK_K, Q4_K_BYTES)?,
                 _ => self.q8_0(name)?.2,
             };
             rows += r;
@@ -202,6 +223,7 @@ impl Tensors<'_> {
         }
         Ok(match dtypes[0] {
             GgmlDType::Q5_0 if same => QMatrix::from_q5_0(rows, cols, &raw),
+            GgmlDType::Q4K if same && KEEP_Q4_K => QMatrix::from_q4_k(rows, cols, &raw),
             _ => QMatrix::from_q8_0(rows, cols, &raw),
         })
     }
@@ -209,13 +231,18 @@ impl Tensors<'_> {
     pub fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
         self.stacked(&[name])
     }
+
+    /// A matrix whose rows are also read one at a time (the embeddings).
+    fn rows_matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
+        Ok(self.unprepared(&[name])?.prepared(self.cpu, true))
+    }
 }
 
 impl Model {
     /// Loads the standard GGUF tensor names (`blk.N.attn_q.weight`, …); query, key and value
     /// biases when present, the output projection tied to the embeddings when absent.
     pub fn load(config: Config, t: &mut Tensors<'_>) -> Result<Self, LoadError> {
-        let embed = t.matrix("token_embd.weight")?;
+        let embed = t.rows_matrix("token_embd.weight")?;
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let n = |s: &str| format!("blk.{i}.{s}");
@@ -247,6 +274,7 @@ impl Model {
             None
         };
         let model = Self {
+            cpu: t.cpu,
             out_norm: t.f32("output_norm.weight")?,
             config,
             embed,
@@ -316,7 +344,7 @@ pub struct State {
     att: Vec<f32>,
     gate_up: Vec<f32>,
     acts: Q8Acts,
-    /// Attention scores, `capacity` per thread.
+    /// Attention scores, `capacity` per thread and query head of a key/value group.
     scores: Vec<f32>,
     cos: Vec<f32>,
     sin: Vec<f32>,
@@ -346,7 +374,8 @@ impl State {
         for cache in self.keys.iter_mut().chain(self.values.iter_mut()) {
             cache.resize(capacity * c.kv_dim(), 0.0);
         }
-        self.scores.resize(capacity * threads, 0.0);
+        self.scores
+            .resize(capacity * threads * (c.heads / c.kv_heads), 0.0);
         self.capacity = capacity;
     }
 }
@@ -386,15 +415,15 @@ fn silu(x: f32) -> f32 {
 }
 
 /// `out[t][..rows] = w · acts[t]` for every token, split across the pool by row groups.
-fn matmul(pool: &Pool, w: &QMatrix, acts: &Q8Acts, out: &mut [f32]) {
+fn matmul(cpu: Cpu, pool: &Pool, w: &QMatrix, acts: &Q8Acts, out: &mut [f32]) {
     assert!(out.len() >= acts.tokens * w.rows);
-    let groups = quant::groups(w);
+    let units = w.units();
     let ptr = SyncPtr(out.as_mut_ptr());
     let n = pool.threads();
     pool.run(&|i| {
-        let r = share(groups, i, n);
+        let r = share(units, i, n);
         // SAFETY: each thread writes its own rows of `out`, which holds every token's rows.
-        unsafe { quant::matmul(w, acts, r.start, r.end, ptr.get(), w.rows) };
+        unsafe { quant::matmul(cpu, w, acts, r.start, r.end, ptr.get(), w.rows) };
     });
 }
 
@@ -500,6 +529,7 @@ impl Model {
         let scale = 1.0 / (hd as f32).sqrt();
         let group = c.heads / c.kv_heads;
         let capacity = s.capacity;
+        let cpu = self.cpu;
         for (li, layer) in self.layers.iter().enumerate() {
             // x += previous block's output (kept in tmp); normalise; quantize.
             let first = li == 0;
@@ -515,7 +545,7 @@ impl Model {
                 }
                 rms_norm(xr, &layer.attn_norm, c.norm_eps, row);
             });
-            matmul(pool, &layer.qkv, &s.acts, &mut s.qkv);
+            matmul(self.cpu, pool, &layer.qkv, &s.acts, &mut s.qkv);
             // Biases, rotations, and the new keys and values into the cache.
             let (keys, values) = (&mut s.keys[li], &mut s.values[li]);
             for t in 0..t_n {
@@ -536,42 +566,39 @@ impl Model {
                 keys[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim..q_dim + kv_dim]);
                 values[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim + kv_dim..]);
             }
-            // Attention, one (token, head) at a time, dealt round-robin to balance the
-            // causal mask's uneven work.
+            // Attention, one (token, key/value head) at a time, dealt round-robin to balance
+            // the causal mask's uneven work.
             {
                 let (keys, values, qkv) = (&s.keys[li], &s.values[li], &s.qkv);
                 let att = SyncPtr(s.att.as_mut_ptr());
                 let scores = SyncPtr(s.scores.as_mut_ptr());
                 let n = pool.threads();
+                let per_thread = capacity * group;
                 pool.run(&|i| {
-                    // SAFETY: each thread has its own `capacity` scores.
+                    // SAFETY: each thread has its own `capacity × group` scores.
                     let scores = unsafe {
-                        std::slice::from_raw_parts_mut(scores.get().add(i * capacity), capacity)
+                        std::slice::from_raw_parts_mut(scores.get().add(i * per_thread), per_thread)
                     };
-                    for item in (i..t_n * c.heads).step_by(n) {
-                        let (t, h) = (item / c.heads, item % c.heads);
-                        let seen = pos + t + 1;
-                        let q = &qkv[t * qkv_dim + h * hd..][..hd];
-                        let kv = (h / group) * hd;
-                        let scores = &mut scores[..seen];
-                        let mut max = f32::NEG_INFINITY;
-                        for (j, sc) in scores.iter_mut().enumerate() {
-                            *sc = quant::dot(q, &keys[j * kv_dim + kv..][..hd]) * scale;
-                            max = max.max(*sc);
-                        }
-                        let mut sum = 0.0;
-                        for sc in scores.iter_mut() {
-                            *sc = (*sc - max).exp();
-                            sum += *sc;
-                        }
-                        // SAFETY: (t, h) is this thread's item alone.
-                        let out = unsafe {
-                            std::slice::from_raw_parts_mut(att.get().add(t * q_dim + h * hd), hd)
+                    for item in (i..t_n * c.kv_heads).step_by(n) {
+                        let (t, g) = (item / c.kv_heads, item % c.kv_heads);
+                        let heads = Heads {
+                            q: &qkv[t * qkv_dim + g * group * hd..][..group * hd],
+                            keys,
+                            values,
+                            stride: kv_dim,
+                            offset: g * hd,
+                            head_dim: hd,
+                            seen: pos + t + 1,
+                            scale,
                         };
-                        out.fill(0.0);
-                        for (j, sc) in scores.iter().enumerate() {
-                            quant::axpy(out, sc / sum, &values[j * kv_dim + kv..][..hd]);
-                        }
+                        // SAFETY: (t, g)'s heads are this thread's item alone.
+                        let out = unsafe {
+                            std::slice::from_raw_parts_mut(
+                                att.get().add(t * q_dim + g * group * hd),
+                                group * hd,
+                            )
+                        };
+                        attention::attend(cpu, &heads, scores, out);
                     }
                 });
             }
@@ -586,7 +613,7 @@ impl Model {
                     unsafe { writer.quantize(&att[r.start * q_dim..r.end * q_dim], r.start) };
                 });
             }
-            matmul(pool, &layer.out, &s.acts, &mut s.tmp);
+            matmul(self.cpu, pool, &layer.out, &s.acts, &mut s.tmp);
             // x += attention output; normalise; quantize.
             let x = SyncPtr(s.x.as_mut_ptr());
             let tmp = &s.tmp;
@@ -598,7 +625,7 @@ impl Model {
                 }
                 rms_norm(xr, &layer.ffn_norm, c.norm_eps, row);
             });
-            matmul(pool, &layer.gate_up, &s.acts, &mut s.gate_up);
+            matmul(self.cpu, pool, &layer.gate_up, &s.acts, &mut s.gate_up);
             let ff = c.ffn_dim;
             let gate_up = &s.gate_up;
             quantize_with(pool, &mut s.acts, &mut s.tmp, t_n, ff, &|t, row| {
@@ -608,7 +635,7 @@ impl Model {
                     *h = silu(*g) * u;
                 }
             });
-            matmul(pool, &layer.down, &s.acts, &mut s.tmp);
+            matmul(self.cpu, pool, &layer.down, &s.acts, &mut s.tmp);
         }
         s.len = pos + t_n;
         // The last `tail` tokens only: final residual, norm, output projection.
@@ -625,7 +652,7 @@ impl Model {
         s.acts.quantize(&xn);
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
         let mut logits = vec![0f32; tail * head.rows];
-        matmul(pool, head, &s.acts, &mut logits);
+        matmul(self.cpu, pool, head, &s.acts, &mut logits);
         logits
     }
 }
