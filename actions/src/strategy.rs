@@ -2190,6 +2190,8 @@ impl<'s> Run<'s> {
             found,
             citations: self.citations,
             shown: Vec::new(),
+            kind: None,
+            comparison: None,
             ranked: self.ranked,
             termination,
             cycles,
