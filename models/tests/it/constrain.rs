@@ -346,7 +346,8 @@ fn the_typed_answer_grammar_copies_from_the_passages_and_cites_shown_ids() {
     let passages =
         "Velmora Bridge The bridge was opened on 3 May 1879 by the mayor, Ilsa Brandt.\n\
                     Kessel Tower Kessel Tower was finished in 1884 and is 64 metres tall.";
-    let constraint = walkrag_walker::constrain::typed_answer(&shown, passages);
+    let values = walkrag_walker::compute::values_in(passages);
+    let constraint = walkrag_walker::constrain::typed_answer(&shown, passages, &values);
     for name in MODELS {
         let m = model(name);
         let tokenizer = m.tokenizer();
@@ -377,6 +378,11 @@ fn the_typed_answer_grammar_copies_from_the_passages_and_cites_shown_ids() {
         );
         assert!(
             accepts("Kind: not found\nAnswer: not found\nSources: [3fa9c2d1.0]"),
+            "{name}"
+        );
+        // A value compared is a date or a number.
+        assert!(
+            !accepts("Kind: comparison\nFirst: Velmora Bridge\nValue: the mayor\n"),
             "{name}"
         );
         // Words that are not in the passages, an example's among them.

@@ -252,8 +252,10 @@ fn request(index: &Index, question: &str, facts: Option<&str>, shown: &[ChunkId]
         ));
     }
     let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
+    let copy = copy_text(index, shown);
+    let values = compute::values_in(&copy);
     ChatRequest {
-        constraint: Some(constrain::typed_answer(&ids, &copy_text(index, shown))),
+        constraint: Some(constrain::typed_answer(&ids, &copy, &values)),
         ..prompt::request_with_examples(
             prompt::ANSWER_SYSTEM,
             prompt::ANSWER_EXAMPLES,
@@ -399,7 +401,7 @@ mod tests {
         }
         assert_eq!(
             kinds,
-            [Kind::Phrase, Kind::YesNo, Kind::Comparison, Kind::NotFound]
+            [Kind::Comparison, Kind::NotFound, Kind::YesNo, Kind::Phrase]
         );
     }
 

@@ -293,6 +293,44 @@ pub fn parse(text: &str) -> Option<Value> {
     None
 }
 
+/// The most values [`values_in`] lists.
+const VALUES_MAX: usize = 300;
+
+/// The phrases of `text` that [`parse`] reads as a date or a number, each as written (one to
+/// three words around a word with a digit, punctuation at the ends trimmed), first seen
+/// first, each once: what a comparison may copy as a side's value.
+pub fn values_in(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out: Vec<String> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if !w.bytes().any(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        for (start, end) in [
+            (i, i + 1),
+            (i, i + 2),
+            (i, i + 3),
+            (i.saturating_sub(1), i + 1),
+            (i.saturating_sub(2), i + 1),
+        ] {
+            let Some(span) = words.get(start..end.min(words.len())) else {
+                continue;
+            };
+            let phrase = span
+                .join(" ")
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '²' && c != '³')
+                .to_string();
+            if !phrase.is_empty() && parse(&phrase).is_some() && !out.contains(&phrase) {
+                out.push(phrase);
+                if out.len() == VALUES_MAX {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `1990-03-12` anywhere in the text.
 fn iso_date(text: &str) -> Option<Value> {
     let bytes = text.as_bytes();
@@ -406,6 +444,17 @@ mod tests {
         assert_eq!(parse("64"), Some(num(64.0, "")));
         assert_eq!(parse("up to 30 m tall"), Some(num(30.0, "m")));
         assert_eq!(parse("an American singer"), None);
+    }
+
+    #[test]
+    fn lists_the_values_a_text_holds() {
+        let values =
+            values_in("Mara Quill (1851–1920) was born on 3 May 1851 in Dundee, 12 km away.");
+        for v in ["1851–1920", "3 May 1851", "12 km", "May 1851"] {
+            assert!(values.contains(&v.to_string()), "{v}: {values:?}");
+        }
+        assert!(values.iter().all(|v| parse(v).is_some()));
+        assert!(values_in("no numbers here").is_empty());
     }
 
     #[test]

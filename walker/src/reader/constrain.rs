@@ -82,52 +82,62 @@ const COPY_MAX: usize = 120;
 /// value, each held to what the passages allow:
 /// - `phrase`: words copied from the passages (`copy`: their text on one line);
 /// - `yes/no`: `yes` or `no`;
-/// - `comparison`: each side's name and value copied from the passages with the passage it
-///   came from, what is wanted of them ([`Wanted::WORDS`]), and the reader's own answer
-///   (which code replaces where it can compute one);
+/// - `comparison`, offered only where `values` (the passages' dates and numbers that code can
+///   read) has two: each side's name copied from the passages, its value one of `values`, the
+///   passage it came from, what is wanted of them ([`Wanted::WORDS`]), and the reader's own
+///   answer (which code replaces where it can compute one);
 /// - `not found`.
 ///
 /// Then `Sources:` and ids of the shown passages in square brackets.
-pub fn typed_answer(shown: &[String], copy: &str) -> Constraint {
-    let ids: Vec<String> = shown
-        .iter()
-        .map(|id| serde_json::to_string(id).expect("a string serialises"))
-        .collect();
-    let wanted: Vec<String> = Wanted::WORDS.iter().map(|w| format!("{w:?}")).collect();
-    let mut grammar = String::from(
-        "start: \"Kind: \" (phrase | yesno | comparison | absent)\n\
-         phrase: \"phrase\\nAnswer: \" COPY sources\n\
+pub fn typed_answer(shown: &[String], copy: &str, values: &[String]) -> Constraint {
+    let quote = |text: &str| serde_json::to_string(text).expect("a string serialises");
+    let ids: Vec<String> = shown.iter().map(|id| quote(id)).collect();
+    let compare = values.len() >= 2;
+    let mut grammar = String::from(if compare {
+        "start: \"Kind: \" (phrase | yesno | comparison | absent)\n"
+    } else {
+        "start: \"Kind: \" (phrase | yesno | absent)\n"
+    });
+    grammar.push_str(
+        "phrase: \"phrase\\nAnswer: \" COPY sources\n\
          yesno: \"yes/no\\nAnswer: \" (\"yes\" | \"no\") sources\n\
          absent: \"not found\\nAnswer: not found\" sources\n",
     );
-    if ids.is_empty() {
-        grammar.push_str(
-            "comparison: \"comparison\\nFirst: \" COPY \"\\nValue: \" COPY \"\\nSecond: \" COPY \
-             \"\\nValue: \" COPY \"\\nWanted: \" WANTED \"\\nAnswer: \" COPY sources\n\
-             sources: \"\\nSources:\"\n",
-        );
+    // Each side's passage, where there are passages to name.
+    let from = if ids.is_empty() {
+        ""
     } else {
-        grammar.push_str(
-            "comparison: \"comparison\\nFirst: \" COPY \"\\nValue: \" COPY \"\\nFrom: \" source \
-             \"\\nSecond: \" COPY \"\\nValue: \" COPY \"\\nFrom: \" source \
-             \"\\nWanted: \" WANTED \"\\nAnswer: \" COPY sources\n",
-        );
-        // llguidance refuses a `{0,0}` range: one passage shown is one source at most.
-        grammar.push_str(&match ids.len().saturating_sub(1).min(4) {
-            0 => "sources: \"\\nSources:\" (\" \" source)?\n".to_string(),
-            more => {
-                format!("sources: \"\\nSources:\" (\" \" source (\", \" source){{0,{more}}})?\n")
-            }
-        });
+        " \"\\nFrom: \" source"
+    };
+    if compare {
+        grammar.push_str(&format!(
+            "comparison: \"comparison\\nFirst: \" COPY \"\\nValue: \" VALUE{from} \
+             \"\\nSecond: \" COPY \"\\nValue: \" VALUE{from} \
+             \"\\nWanted: \" WANTED \"\\nAnswer: \" COPY sources\n"
+        ));
+        let values: Vec<String> = values.iter().map(|v| quote(v)).collect();
+        let wanted: Vec<String> = Wanted::WORDS.iter().map(|w| quote(w)).collect();
+        grammar.push_str(&format!("VALUE: {}\n", values.join(" | ")));
+        grammar.push_str(&format!("WANTED: {}\n", wanted.join(" | ")));
+    }
+    // llguidance refuses a `{0,0}` range: one passage shown is one source at most.
+    grammar.push_str(&match ids.len() {
+        0 => "sources: \"\\nSources:\"\n".to_string(),
+        1 => "sources: \"\\nSources:\" (\" \" source)?\n".to_string(),
+        n => format!(
+            "sources: \"\\nSources:\" (\" \" source (\", \" source){{0,{}}})?\n",
+            (n - 1).min(4)
+        ),
+    });
+    if !ids.is_empty() {
         grammar.push_str(&format!(
             "source: \"[\" ID \"]\"\nID: {}\n",
             ids.join(" | ")
         ));
     }
-    grammar.push_str(&format!("WANTED: {}\n", wanted.join(" | ")));
-    let copy = serde_json::to_string(&one_line(copy)).expect("a string serialises");
     grammar.push_str(&format!(
-        "COPY: %regex {{ \"substring_words\": {copy} }} & /[^\\n]{{1,{COPY_MAX}}}/\n"
+        "COPY: %regex {{ \"substring_words\": {} }} & /[^\\n]{{1,{COPY_MAX}}}/\n",
+        quote(&one_line(copy))
     ));
     Constraint::Lark(grammar)
 }
@@ -186,6 +196,7 @@ mod tests {
         let Constraint::Lark(grammar) = typed_answer(
             &["3fa9c2d1.0".into(), "77b1e4d0.2".into()],
             "Harlow Footbridge\nopened in \"1884\".",
+            &["1884".into(), "2 May 1901".into()],
         ) else {
             panic!("a Lark grammar");
         };
@@ -200,6 +211,10 @@ mod tests {
         assert!(grammar.contains(
             "COPY: %regex { \"substring_words\": \"Harlow Footbridge opened in \\\"1884\\\".\" } & /[^\\n]{1,120}/\n"
         ), "{grammar}");
+        assert!(
+            grammar.contains("VALUE: \"1884\" | \"2 May 1901\"\n"),
+            "{grammar}"
+        );
         assert!(grammar.contains(
             "WANTED: \"larger\" | \"smaller\" | \"earlier\" | \"later\" | \"difference\"\n"
         ));
@@ -208,7 +223,7 @@ mod tests {
     #[test]
     fn one_shown_passage_is_one_source_at_most() {
         // `{0,0}` (no further source) does not compile in llguidance: `walkrag ask -k 1` failed.
-        let Constraint::Lark(grammar) = typed_answer(&["3fa9c2d1.0".into()], "text") else {
+        let Constraint::Lark(grammar) = typed_answer(&["3fa9c2d1.0".into()], "text", &[]) else {
             panic!("a Lark grammar");
         };
         assert!(
@@ -216,6 +231,8 @@ mod tests {
             "{grammar}"
         );
         assert!(!grammar.contains("{0,0}"));
+        // Without two values to compare, no comparison is offered.
+        assert!(!grammar.contains("comparison"), "{grammar}");
     }
 
     #[test]
