@@ -2190,8 +2190,6 @@ impl<'s> Run<'s> {
             found,
             citations: self.citations,
             shown: Vec::new(),
-            kind: None,
-            comparison: None,
             ranked: self.ranked,
             termination,
             cycles,

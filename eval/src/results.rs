@@ -66,15 +66,6 @@ pub struct ResultLine {
     pub usage: Cost,
     pub elapsed_ms: u64,
     pub metrics: Metrics,
-    /// The question's kind in the set (`bridge`, `comparison`, `absent`...), where it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub question_kind: Option<String>,
-    /// The kind of answer the reader stated, where it stated one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer_kind: Option<walkrag_walker::AnswerKind>,
-    /// A comparison's sides as read and what was computed from them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<walkrag_walker::Comparison>,
     /// What first found each document read: the origin of the first search that returned a
     /// chunk of it that was read (`question`, `model`, `hint`, `fallback`, `link`, `memory`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -132,9 +123,6 @@ impl ResultLine {
             usage: answer.usage,
             elapsed_ms: answer.elapsed_ms,
             metrics,
-            question_kind: question.kind.clone(),
-            answer_kind: answer.kind,
-            comparison: answer.comparison.clone(),
             supporting_found_by: count_by_origin(&found_by, &question.supporting_ids),
             found_by,
             text: answer.text.clone(),
@@ -163,9 +151,6 @@ impl ResultLine {
                 abstain: metrics.abstain.map(|_| 0.0),
                 ..metrics
             },
-            question_kind: question.kind.clone(),
-            answer_kind: None,
-            comparison: None,
             found_by: BTreeMap::new(),
             supporting_found_by: BTreeMap::new(),
             text: String::new(),

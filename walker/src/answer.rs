@@ -107,13 +107,6 @@ pub struct Answer {
     /// answer against (`gold_in_context`). Empty where no answer step read passages.
     #[serde(default)]
     pub shown: Vec<ChunkId>,
-    /// The kind of answer the reader stated (`phrase`, `yes_no`, `comparison`, `not_found`);
-    /// absent where the reply named none (a server that does not hold replies to a grammar).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::reader::answer::Kind>,
-    /// A comparison's two sides as read from the passages, and what walkrag computed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<crate::reader::answer::Comparison>,
     /// Every chunk read, most useful first; retrieval recall is computed from it.
     pub ranked: Vec<ChunkId>,
     pub termination: Termination,

@@ -34,9 +34,7 @@ mod trace;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use reader::answer::{Comparison, Kind as AnswerKind, Side};
-pub use reader::compute::{Outcome, Value, Wanted};
-pub use reader::{compute, constrain, jsonl, language, llm, prompt, reply, support};
+pub use reader::{constrain, jsonl, language, llm, prompt, reply, support};
 pub use search::{contents, filters, links, memory, names, passages};
 pub use trace::{graph, html, output};
 

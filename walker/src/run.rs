@@ -1,6 +1,5 @@
-//! What every strategy does along the way: retrieving, calling the model and recording all
-//! of it in the trace and the event stream. The answer step is the reader's
-//! ([`crate::reader::answer`]).
+//! What every strategy does along the way: retrieving, calling the model, answering, and
+//! recording all of it in the trace and the event stream.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,12 +10,17 @@ use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
-use crate::reader::answer::Answered;
 use crate::reader::llm;
+use crate::reader::prompt;
+use crate::reader::reply::{self, Match, Reply};
 use crate::search::passages;
 use crate::strategy::{AnswerModel, Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
+
+/// The most tokens an answer may take: the format asks for a short answer, its sources and
+/// one or two sentences; more means the model is rambling.
+const ANSWER_MAX_TOKENS: usize = 200;
 
 /// One question being answered.
 pub(crate) struct Run<'a> {
@@ -32,6 +36,16 @@ pub(crate) struct Run<'a> {
     /// The model of the answer step where it is not the chat model (`--answer-model`: a
     /// cheap model walks, a stronger one answers).
     pub answer_model: Option<Arc<dyn ChatModel>>,
+}
+
+/// The answer step's result.
+pub(crate) struct Answered {
+    pub reply: Reply,
+    pub text: String,
+    /// Cited chunks that were shown, in order of citation.
+    pub citations: Vec<ChunkId>,
+    /// The passages the answer step was shown, in prompt order (after any dropped to fit).
+    pub shown: Vec<ChunkId>,
 }
 
 impl<'a> Run<'a> {
@@ -237,7 +251,7 @@ impl<'a> Run<'a> {
 
     /// [`chat`](Self::chat) with the answer model where one is set: tokens stream, and the
     /// trace names the model.
-    pub(crate) async fn chat_answer(
+    async fn chat_answer(
         &mut self,
         cycle: usize,
         request: ChatRequest,
@@ -299,6 +313,112 @@ impl<'a> Run<'a> {
         result
     }
 
+    /// The answer step: the question, optional notes (facts gathered), and the passages of
+    /// `shown` in; a short cited answer out, streamed as `token` events. When the prompt does
+    /// not fit the model, the last passages are dropped until it does.
+    pub async fn answer(
+        &mut self,
+        cycle: usize,
+        question: &str,
+        facts: Option<&str>,
+        shown: &[ChunkId],
+    ) -> Result<Answered, StrategyError> {
+        let mut shown = shown.to_vec();
+        // A stop asks for the answer from what was found: the answer itself is not cut.
+        let control = std::mem::take(&mut self.control);
+        let completion = loop {
+            let passages = passages::render(self.env.index, &shown);
+            // Facts are notes beside the passages, never instead of them: a small model's
+            // facts are often the question's own words.
+            let notes = match facts {
+                Some(facts) => format!(
+                    "\nNotes taken while reading (check them against the passages):\n{facts}\n"
+                ),
+                None => String::new(),
+            };
+            let mut user = prompt::render(
+                prompt::ANSWER_USER,
+                &[
+                    ("passages", passages.as_str()),
+                    ("notes", notes.as_str()),
+                    ("question", question),
+                ],
+            );
+            // Told only when the question is clearly in another language: English prompts
+            // stay as they are.
+            if let Some(language) = crate::reader::language::not_english(question) {
+                user.push_str(&format!(
+                    "\nThe question is in {language}: write the answer and the explanation in \
+                     {language} (keep the words \"Answer:\" and \"Sources:\")."
+                ));
+            }
+            let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
+            let request = ChatRequest {
+                constraint: Some(crate::reader::constrain::answer(&ids)),
+                ..prompt::request_with_examples(
+                    prompt::ANSWER_SYSTEM,
+                    prompt::ANSWER_EXAMPLES,
+                    user,
+                    ANSWER_MAX_TOKENS,
+                )
+            };
+            match self.chat_answer(cycle, request).await {
+                Err(ChatError::ContextTooLong { needed, limit }) if shown.len() > 1 => {
+                    let dropped = shown.pop().expect("more than one passage");
+                    self.note(
+                        cycle,
+                        format!(
+                            "the prompt needs {needed} tokens, the model takes {limit}: \
+                             answering without passage {dropped}"
+                        ),
+                    );
+                }
+                result => break result,
+            }
+        };
+        self.control = control;
+        let completion = completion?;
+        let reply = reply::parse(&completion.text);
+        let (matched, unknown) = reply::match_ids(&completion.text, &shown);
+        let mut citations = Vec::new();
+        for m in matched {
+            if let Match::Repaired(id) = m {
+                self.note(
+                    cycle,
+                    format!("the answer cites a near miss of {id}'s id, read as {id}"),
+                );
+            }
+            citations.push(m.id());
+        }
+        for token in unknown {
+            self.note(
+                cycle,
+                format!("the answer cites {token}, a passage it was not shown; citation dropped"),
+            );
+        }
+        Ok(Answered {
+            reply,
+            text: completion.text,
+            citations,
+            shown,
+        })
+    }
+
+    /// The answer when there is nothing to answer from.
+    pub fn nothing_found(&self) -> Answered {
+        Answered {
+            reply: Reply {
+                answer: "not found".into(),
+                found: false,
+            },
+            text: "Answer: not found\nExplanation: the index returned no passages for this \
+                   question."
+                .into(),
+            citations: Vec::new(),
+            shown: Vec::new(),
+        }
+    }
+
     pub fn finish(
         self,
         answered: Answered,
@@ -312,8 +432,6 @@ impl<'a> Run<'a> {
             found: answered.reply.found,
             citations: answered.citations,
             shown: answered.shown,
-            kind: answered.kind,
-            comparison: answered.comparison,
             ranked,
             termination,
             cycles,

@@ -6,7 +6,6 @@
 use serde_json::{json, Value};
 use walkrag_core::Constraint;
 
-use crate::reader::compute::Wanted;
 use crate::search::filters::{self, Field, Kind};
 
 /// A string of at most `max` characters.
@@ -75,77 +74,37 @@ pub fn roam_move(closed: &[String], max: usize) -> Constraint {
     Constraint::JsonSchema(json!({ "anyOf": [expand, answer] }))
 }
 
-/// The longest answer or value the reader may copy, in characters.
-const COPY_MAX: usize = 120;
+/// The answer line and the note line of [`answer`]: the answer is at most 120 characters with
+/// no citation in it (no `[`, no "Sources:": the ids go on their own line) and the note at
+/// most 300.
+const ANSWER_TERMINALS: &str = "ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
+                                NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n";
 
-/// The reader's typed answer ([`crate::reader::answer`]): first the kind of answer, then its
-/// value, each held to what the passages allow:
-/// - `phrase`: words copied from the passages (`copy`: their text on one line);
-/// - `yes/no`: `yes` or `no`;
-/// - `comparison`, offered only where `values` (the passages' dates and numbers that code can
-///   read) has two: each side's name copied from the passages, its value one of `values`, the
-///   passage it came from, what is wanted of them ([`Wanted::WORDS`]), and the reader's own
-///   answer (which code replaces where it can compute one);
-/// - `not found`.
-///
-/// Then `Sources:` and ids of the shown passages in square brackets.
-pub fn typed_answer(shown: &[String], copy: &str, values: &[String]) -> Constraint {
-    let quote = |text: &str| serde_json::to_string(text).expect("a string serialises");
-    let ids: Vec<String> = shown.iter().map(|id| quote(id)).collect();
-    let compare = values.len() >= 2;
-    let mut grammar = String::from(if compare {
-        "start: \"Kind: \" (phrase | yesno | comparison | absent)\n"
-    } else {
-        "start: \"Kind: \" (phrase | yesno | absent)\n"
-    });
-    grammar.push_str(
-        "phrase: \"phrase\\nAnswer: \" COPY sources\n\
-         yesno: \"yes/no\\nAnswer: \" (\"yes\" | \"no\") sources\n\
-         absent: \"not found\\nAnswer: not found\" sources\n",
-    );
-    // Each side's passage, where there are passages to name.
-    let from = if ids.is_empty() {
-        ""
-    } else {
-        " \"\\nFrom: \" source"
-    };
-    if compare {
-        grammar.push_str(&format!(
-            "comparison: \"comparison\\nFirst: \" COPY \"\\nValue: \" VALUE{from} \
-             \"\\nSecond: \" COPY \"\\nValue: \" VALUE{from} \
-             \"\\nWanted: \" WANTED \"\\nAnswer: \" COPY sources\n"
-        ));
-        let values: Vec<String> = values.iter().map(|v| quote(v)).collect();
-        let wanted: Vec<String> = Wanted::WORDS.iter().map(|w| quote(w)).collect();
-        grammar.push_str(&format!("VALUE: {}\n", values.join(" | ")));
-        grammar.push_str(&format!("WANTED: {}\n", wanted.join(" | ")));
+/// The answer step: `Answer: ` and a short answer on one line, `Sources:` and the ids of
+/// the shown passages it used in square brackets, then at most one line more (what the
+/// passages do say, when they do not answer).
+pub fn answer(shown: &[String]) -> Constraint {
+    let mut grammar = String::from(r#"start: "Answer: " ANSWER "\nSources:""#);
+    let ids: Vec<String> = shown
+        .iter()
+        .map(|id| serde_json::to_string(id).expect("a string serialises"))
+        .collect();
+    match ids.len().saturating_sub(1).min(4) {
+        _ if ids.is_empty() => {}
+        // llguidance refuses a `{0,0}` range: one passage shown is one source at most.
+        0 => grammar.push_str(r#" (" " source)?"#),
+        more => grammar.push_str(&format!(r#" (" " source (", " source){{0,{more}}})?"#)),
     }
-    // llguidance refuses a `{0,0}` range: one passage shown is one source at most.
-    grammar.push_str(&match ids.len() {
-        0 => "sources: \"\\nSources:\"\n".to_string(),
-        1 => "sources: \"\\nSources:\" (\" \" source)?\n".to_string(),
-        n => format!(
-            "sources: \"\\nSources:\" (\" \" source (\", \" source){{0,{}}})?\n",
-            (n - 1).min(4)
-        ),
-    });
+    grammar.push_str(r#" ("\n" NOTE)?"#);
+    grammar.push('\n');
     if !ids.is_empty() {
         grammar.push_str(&format!(
             "source: \"[\" ID \"]\"\nID: {}\n",
             ids.join(" | ")
         ));
     }
-    grammar.push_str(&format!(
-        "COPY: %regex {{ \"substring_words\": {} }} & /[^\\n]{{1,{COPY_MAX}}}/\n",
-        quote(&one_line(copy))
-    ));
+    grammar.push_str(ANSWER_TERMINALS);
     Constraint::Lark(grammar)
-}
-
-/// `text` on one line, single-spaced: a copied phrase then never holds the line break that
-/// ends it.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// An entry of a generated table of contents: a heading of a few words and one sentence.
@@ -192,47 +151,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_typed_answer_cites_only_shown_ids_and_copies_from_the_passages() {
-        let Constraint::Lark(grammar) = typed_answer(
-            &["3fa9c2d1.0".into(), "77b1e4d0.2".into()],
-            "Harlow Footbridge\nopened in \"1884\".",
-            &["1884".into(), "2 May 1901".into()],
-        ) else {
+    fn the_answer_cites_only_shown_ids() {
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()]) else {
             panic!("a Lark grammar");
         };
-        assert!(
-            grammar.contains("ID: \"3fa9c2d1.0\" | \"77b1e4d0.2\"\n"),
-            "{grammar}"
+        assert_eq!(
+            grammar,
+            "start: \"Answer: \" ANSWER \"\\nSources:\" (\" \" source (\", \" source){0,1})? (\"\\n\" NOTE)?\n\
+             source: \"[\" ID \"]\"\n\
+             ID: \"3fa9c2d1.0\" | \"77b1e4d0.2\"\n\
+             ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
+             NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n"
         );
-        assert!(
-            grammar.contains("(\" \" source (\", \" source){0,1})?"),
-            "{grammar}"
-        );
-        assert!(grammar.contains(
-            "COPY: %regex { \"substring_words\": \"Harlow Footbridge opened in \\\"1884\\\".\" } & /[^\\n]{1,120}/\n"
-        ), "{grammar}");
-        assert!(
-            grammar.contains("VALUE: \"1884\" | \"2 May 1901\"\n"),
-            "{grammar}"
-        );
-        assert!(grammar.contains(
-            "WANTED: \"larger\" | \"smaller\" | \"earlier\" | \"later\" | \"difference\"\n"
-        ));
     }
 
     #[test]
     fn one_shown_passage_is_one_source_at_most() {
         // `{0,0}` (no further source) does not compile in llguidance: `walkrag ask -k 1` failed.
-        let Constraint::Lark(grammar) = typed_answer(&["3fa9c2d1.0".into()], "text", &[]) else {
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into()]) else {
             panic!("a Lark grammar");
         };
-        assert!(
-            grammar.contains("sources: \"\\nSources:\" (\" \" source)?\n"),
-            "{grammar}"
-        );
+        assert!(grammar.starts_with(
+            "start: \"Answer: \" ANSWER \"\\nSources:\" (\" \" source)? (\"\\n\" NOTE)?\n"
+        ));
         assert!(!grammar.contains("{0,0}"));
-        // Without two values to compare, no comparison is offered.
-        assert!(!grammar.contains("comparison"), "{grammar}");
     }
 
     #[test]

@@ -1,10 +1,8 @@
 //! Talking to the model and reading what it says: the prompts, the constraints a reply is
 //! held to, one model call streamed and recorded, the answer reply and the read step's JSON
 //! Lines read tolerantly, whether a fact's words are in its passage, and the answer's
-//! language; and the answer step itself, with what code computes from the values it read.
+//! language. The answer step itself is `run.rs`'s `Run::answer`.
 
-pub mod answer;
-pub mod compute;
 pub mod constrain;
 pub mod jsonl;
 pub mod language;

@@ -5,11 +5,10 @@
 /// a short answer with citations out.
 pub const ANSWER_SYSTEM: &str = include_str!("../../prompts/answer.system.md");
 pub const ANSWER_USER: &str = include_str!("../../prompts/answer.user.md");
-/// Worked examples of the answer step, shown as earlier turns of the conversation: one reply
-/// of each kind (a phrase found across two passages, yes/no, a comparison, "not found").
-/// Small models follow a shown reply far better than a described one. The passages are
-/// invented, not taken from any evaluation set, and the grammar lets an answer copy only the
-/// passages it is shown, so an example's content cannot become an answer.
+/// Worked examples of the answer step, shown as earlier turns of the conversation: a name
+/// found across two passages, a yes/no comparison, and "not found". Small models follow a
+/// shown reply far better than a described one. The passages are invented, not taken from
+/// any evaluation set.
 pub const ANSWER_EXAMPLES: &str = include_str!("../../prompts/answer.examples.md");
 
 /// The read step of `walk`: facts and next-source descriptors as JSON Lines.
@@ -150,9 +149,9 @@ mod tests {
     #[test]
     fn examples_alternate_user_and_assistant() {
         use walkrag_core::Role;
-        for (text, count) in [(ANSWER_EXAMPLES, 8), (ASK_EXAMPLES, 6)] {
+        for text in [ANSWER_EXAMPLES, ASK_EXAMPLES] {
             let turns = examples(text);
-            assert_eq!(turns.len(), count);
+            assert_eq!(turns.len(), 6);
             for (i, turn) in turns.iter().enumerate() {
                 let role = if i % 2 == 0 {
                     Role::User
@@ -162,6 +161,25 @@ mod tests {
                 assert_eq!(turn.role, role);
                 assert!(!turn.content.is_empty());
             }
+        }
+    }
+
+    #[test]
+    fn answer_examples_keep_to_the_answer_grammar() {
+        let turns = examples(ANSWER_EXAMPLES);
+        // Each example reply keeps to the answer step's grammar: one line of answer, then
+        // the sources, then at most one line.
+        for reply in turns.iter().skip(1).step_by(2) {
+            assert!(reply.content.starts_with("Answer: "), "{}", reply.content);
+            assert_eq!(
+                reply
+                    .content
+                    .lines()
+                    .nth(1)
+                    .map(|l| l.starts_with("Sources:")),
+                Some(true)
+            );
+            assert!(reply.content.lines().count() <= 3);
         }
     }
 

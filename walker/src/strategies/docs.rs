@@ -26,14 +26,13 @@ use walkrag_core::{ChatModel, ChatRequest, Completion, ToolDef};
 use walkrag_engine::{ChunkId, IndexedDoc};
 
 use crate::answer::{Answer, Termination};
-use crate::reader::answer::{self, Answered};
 use crate::reader::constrain;
 use crate::reader::jsonl::{squash, ObjectReader, Raw};
 use crate::reader::{llm, prompt, reply};
-use crate::run::Run;
+use crate::run::{Answered, Run};
 use crate::search::filters::{self, Field};
 use crate::search::{budget, dot, passages};
-use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Fact, Origin, RetrievedChunk};
 
@@ -62,8 +61,6 @@ pub struct Docs {
     pub max_parts: usize,
     /// Passages per `search_passages`, and passages searched to rank documents: 5.
     pub k: usize,
-    /// The model of the answer step; `None`: the chat model.
-    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Docs {
@@ -75,7 +72,6 @@ impl Default for Docs {
             max_documents: 6,
             max_parts: 12,
             k: 5,
-            answer_model: None,
         }
     }
 }
@@ -89,7 +85,6 @@ impl std::fmt::Debug for Docs {
             .field("max_documents", &self.max_documents)
             .field("max_parts", &self.max_parts)
             .field("k", &self.k)
-            .field("answer_model", &self.answer_model)
             .finish()
     }
 }
@@ -514,7 +509,6 @@ impl Strategy for Docs {
             "max_documents": self.max_documents,
             "max_parts": self.max_parts,
             "k": self.k,
-            "answer_model": answer_model_id(&self.answer_model),
         })
     }
 
@@ -526,11 +520,10 @@ impl Strategy for Docs {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let all = env.index.documents();
             if all.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
             let fields = filters::fields(all);
@@ -567,7 +560,15 @@ impl Strategy for Docs {
                 }
             }
             if partials.is_empty() && shown.is_empty() {
-                let answered = Answered::not_found("none of the documents read says.");
+                let answered = Answered {
+                    reply: crate::reader::reply::Reply {
+                        answer: "not found".into(),
+                        found: false,
+                    },
+                    text: "Answer: not found\nExplanation: none of the documents read says.".into(),
+                    citations: Vec::new(),
+                    shown: Vec::new(),
+                };
                 run.emit(Event::Token {
                     text: answered.text.clone(),
                 });
@@ -579,14 +580,14 @@ impl Strategy for Docs {
                 .map(|p| format!("- From {}: {}", p.title, p.text))
                 .collect();
             let facts = facts.join("\n");
-            let answered = answer::answer(
-                &mut run,
-                1,
-                question,
-                (!facts.is_empty()).then_some(facts.as_str()),
-                &shown,
-            )
-            .await?;
+            let answered = run
+                .answer(
+                    1,
+                    question,
+                    (!facts.is_empty()).then_some(facts.as_str()),
+                    &shown,
+                )
+                .await?;
             let ranked = budget::ranked(&answered.citations, shown, read_all);
             Ok(run.finish(answered, ranked, Termination::SinglePass, 1))
         })

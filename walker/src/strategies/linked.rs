@@ -8,7 +8,6 @@ use serde_json::json;
 use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
-use crate::reader::answer::{self, Answered};
 use crate::run::Run;
 use crate::search::links::Links;
 use crate::search::names;
@@ -89,7 +88,7 @@ impl Strategy for Linked {
             );
             let mut new: Vec<ChunkId> = first.iter().map(|h| h.chunk_id).collect();
             if new.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, new, Termination::NothingRetrieved, cycle));
             }
             run.mark_read(&new);
@@ -137,7 +136,7 @@ impl Strategy for Linked {
             let lead = self.k.saturating_sub(1).max(1);
             let ranking = rank(&cycles_read, &[], run.read(), lead);
             let shown: Vec<ChunkId> = ranking.iter().copied().take(self.answer_passages).collect();
-            let answered = answer::answer(&mut run, cycle, question, None, &shown).await?;
+            let answered = run.answer(cycle, question, None, &shown).await?;
             let ranked = cited_first(&answered.citations, &ranking);
             Ok(run.finish(answered, ranked, termination, cycle))
         })

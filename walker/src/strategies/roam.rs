@@ -26,7 +26,6 @@ use walkrag_engine::outline::{children_of, count_below, expanded_depth, roots_of
 use walkrag_engine::{ChunkId, Index, SectionId};
 
 use crate::answer::{Answer, Termination};
-use crate::reader::answer::{self, Answered};
 use crate::reader::constrain;
 use crate::reader::jsonl::{squash, ObjectReader, Raw};
 use crate::reader::prompt;
@@ -35,7 +34,7 @@ use crate::search::budget;
 use crate::search::dot;
 use crate::search::leads::{self, Lead};
 use crate::search::passages;
-use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
 use crate::trace::event::Sink;
 use crate::trace::Origin;
@@ -69,8 +68,6 @@ pub struct Roam {
     /// Sections open across questions (a conversation); `None` starts every question with
     /// all sections closed.
     pub opened: Option<Arc<Mutex<Opened>>>,
-    /// The model of the answer step; `None`: the chat model.
-    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Roam {
@@ -83,7 +80,6 @@ impl Default for Roam {
             k: 5,
             leads: 10,
             opened: None,
-            answer_model: None,
         }
     }
 }
@@ -639,7 +635,6 @@ impl Strategy for Roam {
             "max_lines": self.max_lines,
             "k": self.k,
             "leads": self.leads,
-            "answer_model": answer_model_id(&self.answer_model),
             "conversation": self.opened.is_some(),
         })
     }
@@ -652,7 +647,6 @@ impl Strategy for Roam {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             let vector = env.embedder.embed_one(question)?;
             let mut open = match &self.opened {
                 Some(shared) => shared.lock().map(|o| o.clone()).unwrap_or_default(),
@@ -672,7 +666,7 @@ impl Strategy for Roam {
             }
             let docs = self.documents(&mut run, question, &vector, &open);
             if docs.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
             let leads = self.leads(&mut run, question, &vector, &docs);
@@ -736,11 +730,11 @@ impl Strategy for Roam {
                     .collect();
             }
             if shown.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, turns));
             }
             run.mark_read(&shown);
-            let mut answered = answer::answer(&mut run, turns, question, None, &shown).await?;
+            let mut answered = run.answer(turns, question, None, &shown).await?;
             // Sections the answer cites count as used now.
             for cited in &answered.citations {
                 if open.contains(cited.section) {

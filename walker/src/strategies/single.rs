@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use crate::answer::{Answer, Termination};
-use crate::reader::answer::{self, Answered};
 use crate::run::Run;
 use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
@@ -50,11 +49,11 @@ impl Strategy for Single {
             let hits = run.retrieve(1, Origin::Question, question, self.k, false)?;
             let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();
             if ids.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, ids, Termination::NothingRetrieved, 1));
             }
             run.mark_read(&ids);
-            let answered = answer::answer(&mut run, 1, question, None, &ids).await?;
+            let answered = run.answer(1, question, None, &ids).await?;
             Ok(run.finish(answered, ids, Termination::SinglePass, 1))
         })
     }

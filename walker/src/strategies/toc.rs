@@ -22,15 +22,15 @@ use walkrag_core::ChatRequest;
 use walkrag_engine::{ChunkId, Document, IndexedDoc, SectionId};
 
 use crate::answer::{Answer, Termination};
-use crate::reader::answer::{self, Answered};
 use crate::reader::constrain;
 use crate::reader::jsonl::{ObjectReader, Raw};
 use crate::reader::prompt;
-use crate::run::Run;
+use crate::reader::reply::Reply;
+use crate::run::{Answered, Run};
 use crate::search::budget;
 use crate::search::contents::{needs_contents, ContentsFile};
 use crate::search::leads::{self, Lead};
-use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
 use crate::trace::event::Sink;
 
@@ -58,8 +58,6 @@ pub struct Toc {
     pub leads: usize,
     /// Who picks the sections: the model (`toc`) or the search's order (`sections`).
     pub chooser: SectionChooser,
-    /// The model of the answer step; `None`: the chat model.
-    pub answer_model: Option<AnswerModel>,
 }
 
 /// Who picks the sections that toc reads.
@@ -83,7 +81,6 @@ impl Default for Toc {
             k: 5,
             leads: 10,
             chooser: SectionChooser::Model,
-            answer_model: None,
         }
     }
 }
@@ -408,7 +405,6 @@ impl Strategy for Toc {
             "max_entries": self.max_entries,
             "k": self.k,
             "leads": self.leads,
-            "answer_model": answer_model_id(&self.answer_model),
             "chooser": match self.chooser {
                 SectionChooser::Model => "model",
                 SectionChooser::Search => "search",
@@ -424,7 +420,6 @@ impl Strategy for Toc {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let question_vector = env.embedder.embed_one(question)?;
             let contents = match ContentsFile::of_index(env.index.dir()) {
@@ -436,7 +431,7 @@ impl Strategy for Toc {
             };
             let toc = self.table(&mut run, question, &question_vector, &contents);
             if toc.is_empty() {
-                let answered = Answered::nothing_found();
+                let answered = run.nothing_found();
                 return Ok(run.finish(answered, Vec::new(), Termination::NothingRetrieved, 1));
             }
             let leads = self.leads(&mut run, question, &question_vector, &toc);
@@ -459,7 +454,15 @@ impl Strategy for Toc {
                     run.emit(Event::Token {
                         text: reply.clone(),
                     });
-                    let answered = Answered::direct(reply);
+                    let answered = Answered {
+                        reply: Reply {
+                            answer: reply.clone(),
+                            found: true,
+                        },
+                        text: reply,
+                        citations: Vec::new(),
+                        shown: Vec::new(),
+                    };
                     return Ok(run.finish(answered, Vec::new(), Termination::NoRetrieval, 1));
                 }
                 Pick::Sections(ids) => ids,
@@ -521,7 +524,7 @@ impl Strategy for Toc {
                 );
             }
             run.mark_read(&shown);
-            let answered = answer::answer(&mut run, 1, question, None, &shown).await?;
+            let answered = run.answer(1, question, None, &shown).await?;
             let ranked = budget::ranked(&answered.citations, shown, all);
             Ok(run.finish(answered, ranked, Termination::SinglePass, 1))
         })
@@ -530,7 +533,17 @@ impl Strategy for Toc {
 
 /// The answer when the model picked no section it was shown.
 fn not_in_contents() -> Answered {
-    Answered::not_found("no section in the table of contents seems to hold the answer.")
+    Answered {
+        reply: Reply {
+            answer: "not found".into(),
+            found: false,
+        },
+        text: "Answer: not found\nExplanation: no section in the table of contents seems to \
+               hold the answer."
+            .into(),
+        citations: Vec::new(),
+        shown: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use walkrag_engine::ChunkId;
 
 use crate::answer::{Answer, Termination};
 use crate::control::{Control, CycleReport};
-use crate::reader::answer::{self, Answered};
 use crate::reader::jsonl::{Item, Reader};
 use crate::reader::prompt;
 use crate::reader::reply::{self, Match};
@@ -660,11 +659,12 @@ impl<'a> Walking<'a> {
         let ranking = rank(&cycles_read, &evidence, run.read(), lead);
         let shown: Vec<ChunkId> = ranking.iter().copied().take(walk.answer_passages).collect();
         let answered = if shown.is_empty() {
-            Answered::nothing_found()
+            run.nothing_found()
         } else {
             let notes = facts_text(&facts);
             let notes = (!notes.is_empty()).then_some(notes);
-            answer::answer(&mut run, cycle, question, notes.as_deref(), &shown).await?
+            run.answer(cycle, question, notes.as_deref(), &shown)
+                .await?
         };
         let ranked = cited_first(&answered.citations, &ranking);
         if let Some(memory) = &walk.memory {

@@ -123,7 +123,7 @@ fn a_reply_that_the_passages_do_not_answer_is_not_found() {
 
 #[test]
 fn passages_are_dropped_from_the_end_until_the_prompt_fits() {
-    const ROOM: usize = 720;
+    const ROOM: usize = 480;
     let t = test_index();
     let mut model = ScriptedChatModel::new(vec![Turn::Reply("Answer: Ilsa Brandt".into())]);
     // Room for the instructions, the worked examples and about two passages.

@@ -420,7 +420,7 @@ fn a_question_in_another_language_asks_for_the_answer_in_it() {
     let requests = model.requests.lock().unwrap();
     assert!(requests[1].messages.last().unwrap()
         .content
-        .ends_with("The question is in German: where you write words of your own, write them in German (keep the words \"Kind:\", \"Answer:\" and \"Sources:\")."));
+        .ends_with("The question is in German: write the answer and the explanation in German (keep the words \"Answer:\" and \"Sources:\")."));
     // An English question's prompt is unchanged.
     assert!(!requests[3]
         .messages
