@@ -71,6 +71,19 @@ pub fn markdown(summary: &Summary, order: &[&str], info: &RunInfo<'_>) -> String
         row("right (gold in answer)", &|s| opt(s.scores.right));
         row("reader efficiency", &|s| opt(s.reader_efficiency));
     }
+    let kinds: std::collections::BTreeSet<&String> =
+        columns.iter().flat_map(|(_, s)| s.by_kind.keys()).collect();
+    if kinds.len() > 1 {
+        for kind in kinds {
+            row(
+                &format!("right, {kind} questions"),
+                &|s| match s.by_kind.get(kind) {
+                    Some(k) => format!("{} ({})", opt(k.right), k.questions),
+                    None => "–".into(),
+                },
+            );
+        }
+    }
     if columns.iter().any(|(_, s)| s.scores.contains.is_some()) {
         row("contains", &|s| opt(s.scores.contains));
     }

@@ -66,6 +66,9 @@ pub struct ResultLine {
     pub usage: Cost,
     pub elapsed_ms: u64,
     pub metrics: Metrics,
+    /// The question's kind in the set (`bridge`, `comparison`, `absent`...), where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_kind: Option<String>,
     /// What first found each document read: the origin of the first search that returned a
     /// chunk of it that was read (`question`, `model`, `hint`, `fallback`, `link`, `memory`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -123,6 +126,7 @@ impl ResultLine {
             usage: answer.usage,
             elapsed_ms: answer.elapsed_ms,
             metrics,
+            question_kind: question.kind.clone(),
             supporting_found_by: count_by_origin(&found_by, &question.supporting_ids),
             found_by,
             text: answer.text.clone(),
@@ -151,6 +155,7 @@ impl ResultLine {
                 abstain: metrics.abstain.map(|_| 0.0),
                 ..metrics
             },
+            question_kind: question.kind.clone(),
             found_by: BTreeMap::new(),
             supporting_found_by: BTreeMap::new(),
             text: String::new(),

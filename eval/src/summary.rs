@@ -37,12 +37,49 @@ pub struct StrategySummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reader_efficiency: Option<f64>,
     pub cycles: f64,
+    /// Per kind of question in the set (`bridge`, `comparison`...), where questions have
+    /// kinds: how many, and the share right and mean F1 among them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_kind: BTreeMap<String, KindSummary>,
     /// How many questions ended for each reason.
     pub terminations: BTreeMap<String, usize>,
     /// How many supporting documents each origin found first, over all questions: whether
     /// the model's searches found what the question and the links did not.
     #[serde(default)]
     pub supporting_found_by: BTreeMap<Origin, usize>,
+}
+
+/// One kind of question's share of a strategy's results.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct KindSummary {
+    pub questions: usize,
+    /// Share right (gold in the answer); `None` where no question of the kind has a gold
+    /// answer.
+    pub right: Option<f64>,
+    pub f1: f64,
+}
+
+/// Means per question kind of `lines`.
+fn by_kind(lines: &[&ResultLine]) -> BTreeMap<String, KindSummary> {
+    let mut kinds: BTreeMap<String, Vec<&ResultLine>> = BTreeMap::new();
+    for line in lines {
+        if let Some(kind) = &line.question_kind {
+            kinds.entry(kind.clone()).or_default().push(line);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(kind, of)| {
+            let rights: Vec<f64> = of.iter().filter_map(|l| l.metrics.right).collect();
+            let summary = KindSummary {
+                questions: of.len(),
+                right: (!rights.is_empty())
+                    .then(|| rights.iter().sum::<f64>() / rights.len() as f64),
+                f1: of.iter().map(|l| l.metrics.f1).sum::<f64>() / of.len() as f64,
+            };
+            (kind, summary)
+        })
+        .collect()
 }
 
 impl StrategySummary {
@@ -83,6 +120,7 @@ impl StrategySummary {
             errors: lines.iter().filter(|l| l.error.is_some()).count(),
             found: mean(&|l| f64::from(u8::from(l.found))),
             cycles: mean(&|l| l.cycles as f64),
+            by_kind: by_kind(lines),
             terminations,
             supporting_found_by,
         }

@@ -75,8 +75,10 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// The strategies whose answer step `--answer-model` takes over.
-pub const ANSWERED_BY_ONE_MODEL: [&str; 3] = ["walk", "single", "links"];
+/// The strategies whose answer step `--answer-model` takes over: all but `actions`, whose
+/// turns are not an answer from passages.
+pub const ANSWERED_BY_ONE_MODEL: [&str; 7] =
+    ["walk", "single", "links", "roam", "toc", "sections", "docs"];
 
 /// A model for one `role` beside the chat model `model` (`--reader-model` for `docs`,
 /// `--pick-model` for `actions`): `None` without one or when it names the chat model itself

@@ -15,10 +15,10 @@ pub struct StrategyFlags {
     /// documents are many, the answer is one) [default: --model].
     #[arg(long, value_name = "SPEC")]
     pub reader_model: Option<String>,
-    /// The model that writes the answer for walk, single and links, e.g.
-    /// local:qwen2.5-coder-1.5b: a cheap --model walks, a stronger one answers from what it
-    /// found; a smaller one saves time where only recall is measured (docs/results/ranking-dev)
-    /// [default: --model].
+    /// The model that writes the answer (every strategy but actions), e.g.
+    /// local:qwen2.5-coder-1.5b: a cheap --model walks, picks or reads, a stronger one answers
+    /// from what it found; a smaller one saves time where only recall is measured
+    /// (docs/results/ranking-dev) [default: --model].
     #[arg(long, value_name = "SPEC")]
     pub answer_model: Option<String>,
     /// Chunks retrieved per search [default: the strategy's, 5 for single].
@@ -61,7 +61,7 @@ impl StrategyFlags {
             bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
         }
         if self.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.into_iter().any(&runs) {
-            bail!("--answer-model works with the walk, single and links strategies");
+            bail!("--answer-model works with every strategy but actions (it writes the answer from passages)");
         }
         if self.names.is_some() && !runs("links") && !runs("walk") {
             bail!("--names works with the links and walk strategies (their hops search the names)");

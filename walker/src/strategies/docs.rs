@@ -32,7 +32,7 @@ use crate::reader::{llm, prompt, reply};
 use crate::run::{Answered, Run};
 use crate::search::filters::{self, Field};
 use crate::search::{budget, dot, passages};
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Fact, Origin, RetrievedChunk};
 
@@ -61,6 +61,8 @@ pub struct Docs {
     pub max_parts: usize,
     /// Passages per `search_passages`, and passages searched to rank documents: 5.
     pub k: usize,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Docs {
@@ -72,6 +74,7 @@ impl Default for Docs {
             max_documents: 6,
             max_parts: 12,
             k: 5,
+            answer_model: None,
         }
     }
 }
@@ -85,6 +88,7 @@ impl std::fmt::Debug for Docs {
             .field("max_documents", &self.max_documents)
             .field("max_parts", &self.max_parts)
             .field("k", &self.k)
+            .field("answer_model", &self.answer_model)
             .finish()
     }
 }
@@ -509,6 +513,7 @@ impl Strategy for Docs {
             "max_documents": self.max_documents,
             "max_parts": self.max_parts,
             "k": self.k,
+            "answer_model": answer_model_id(&self.answer_model),
         })
     }
 
@@ -520,6 +525,7 @@ impl Strategy for Docs {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
+            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let all = env.index.documents();
             if all.is_empty() {

@@ -43,7 +43,7 @@ pub struct Options {
     /// `toc`, `sections`, `roam`: the question's nearest passages whose sections are listed
     /// as leads (see [`crate::Toc::leads`]).
     pub leads: Option<usize>,
-    /// The model of the answer step (`walk`, `single`, `links`); `None`: the chat model.
+    /// The model of every strategy's answer step; `None`: the chat model.
     pub answer_model: Option<AnswerModel>,
 }
 
@@ -118,6 +118,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             if let Some(leads) = options.leads {
                 toc.leads = leads;
             }
+            toc.answer_model = options.answer_model.clone();
             Ok(Box::new(toc))
         }
         "roam" => {
@@ -131,6 +132,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
             if let Some(leads) = options.leads {
                 roam.leads = leads;
             }
+            roam.answer_model = options.answer_model.clone();
             Ok(Box::new(roam))
         }
         "docs" => {
@@ -139,6 +141,7 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Strategy>, Unkno
                 docs.k = k;
             }
             docs.reader = options.reader.clone();
+            docs.answer_model = options.answer_model.clone();
             Ok(Box::new(docs))
         }
         "actions" => Err(UnknownStrategy::NeedsApi),

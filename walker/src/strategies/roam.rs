@@ -34,7 +34,7 @@ use crate::search::budget;
 use crate::search::dot;
 use crate::search::leads::{self, Lead};
 use crate::search::passages;
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
 use crate::trace::event::Sink;
 use crate::trace::Origin;
@@ -68,6 +68,8 @@ pub struct Roam {
     /// Sections open across questions (a conversation); `None` starts every question with
     /// all sections closed.
     pub opened: Option<Arc<Mutex<Opened>>>,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 impl Default for Roam {
@@ -80,6 +82,7 @@ impl Default for Roam {
             k: 5,
             leads: 10,
             opened: None,
+            answer_model: None,
         }
     }
 }
@@ -635,6 +638,7 @@ impl Strategy for Roam {
             "max_lines": self.max_lines,
             "k": self.k,
             "leads": self.leads,
+            "answer_model": answer_model_id(&self.answer_model),
             "conversation": self.opened.is_some(),
         })
     }
@@ -647,6 +651,7 @@ impl Strategy for Roam {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
+            run.answer_with(&self.answer_model);
             let vector = env.embedder.embed_one(question)?;
             let mut open = match &self.opened {
                 Some(shared) => shared.lock().map(|o| o.clone()).unwrap_or_default(),

@@ -30,7 +30,7 @@ use crate::run::{Answered, Run};
 use crate::search::budget;
 use crate::search::contents::{needs_contents, ContentsFile};
 use crate::search::leads::{self, Lead};
-use crate::strategy::{BoxFuture, Env, Strategy, StrategyError};
+use crate::strategy::{answer_model_id, AnswerModel, BoxFuture, Env, Strategy, StrategyError};
 use crate::trace::event::Event;
 use crate::trace::event::Sink;
 
@@ -58,6 +58,8 @@ pub struct Toc {
     pub leads: usize,
     /// Who picks the sections: the model (`toc`) or the search's order (`sections`).
     pub chooser: SectionChooser,
+    /// The model of the answer step; `None`: the chat model.
+    pub answer_model: Option<AnswerModel>,
 }
 
 /// Who picks the sections that toc reads.
@@ -81,6 +83,7 @@ impl Default for Toc {
             k: 5,
             leads: 10,
             chooser: SectionChooser::Model,
+            answer_model: None,
         }
     }
 }
@@ -405,6 +408,7 @@ impl Strategy for Toc {
             "max_entries": self.max_entries,
             "k": self.k,
             "leads": self.leads,
+            "answer_model": answer_model_id(&self.answer_model),
             "chooser": match self.chooser {
                 SectionChooser::Model => "model",
                 SectionChooser::Search => "search",
@@ -420,6 +424,7 @@ impl Strategy for Toc {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
+            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let question_vector = env.embedder.embed_one(question)?;
             let contents = match ContentsFile::of_index(env.index.dir()) {

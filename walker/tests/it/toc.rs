@@ -429,3 +429,35 @@ fn a_question_in_another_language_asks_for_the_answer_in_it() {
         .content
         .contains("The question is in"));
 }
+
+/// With an answer model, toc's pick stays with the chat model and the answer step goes to the
+/// answer model (as for every strategy but actions), and the trace and config name it.
+#[test]
+fn an_answer_model_writes_toc_answer() {
+    let t = report();
+    let (fleet, _) = section_of(&t.index, "Fleet");
+    let vessels = section_of(&t.index, "Vessels").1.unwrap();
+    let chat = ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "{{\"sections\": [\"{fleet}\"]}}"
+    ))]);
+    let answerer = std::sync::Arc::new(ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: nine\nSources: [{vessels}]"
+    ))]));
+    let toc = Toc {
+        answer_model: Some(walkrag_walker::AnswerModel(answerer.clone())),
+        ..Toc::default()
+    };
+    let answer = ask(
+        &toc,
+        &t,
+        &chat,
+        "How many vessels does the cooperative operate?",
+    );
+    assert_eq!(answer.answer, "nine");
+    assert_eq!(chat.requests.lock().unwrap().len(), 1);
+    assert_eq!(answerer.requests.lock().unwrap().len(), 1);
+    assert!(answer.trace.steps.iter().any(
+        |s| matches!(s, Step::Llm(c) if c.purpose == "answer" && c.model.as_deref() == Some("test:scripted"))
+    ));
+    assert_eq!(answer.trace.config["answer_model"], "test:scripted");
+}
