@@ -202,18 +202,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 20001) as f32 / 10000.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::local::quant::tests::values;
 
     #[test]
     fn every_path_matches_scalar_attention() {

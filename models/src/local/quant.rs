@@ -874,10 +874,11 @@ pub fn f32_to_f16(x: f32) -> u16 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    /// `n` pseudo-random values in [-1, 1], the same for the same seed (xorshift).
+    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
         (0..n)
             .map(|_| {
