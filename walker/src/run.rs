@@ -14,7 +14,7 @@ use crate::reader::llm;
 use crate::reader::prompt;
 use crate::reader::reply::{self, Match, Reply};
 use crate::search::passages;
-use crate::strategy::{AnswerModel, Env, Strategy, StrategyError};
+use crate::strategy::{Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 
@@ -72,13 +72,8 @@ impl<'a> Run<'a> {
             read: Vec::new(),
             read_set: HashSet::new(),
             control: Control::default(),
-            answer_model: None,
+            answer_model: strategy.answer_model().map(|m| m.0.clone()),
         }
-    }
-
-    /// Sends the answer step to `model` where one is given (the strategy's `answer_model`).
-    pub fn answer_with(&mut self, model: &Option<AnswerModel>) {
-        self.answer_model = model.as_ref().map(|m| m.0.clone());
     }
 
     pub fn emit(&mut self, event: Event) {

@@ -49,6 +49,12 @@ pub trait Strategy: Send + Sync {
     /// The settings, recorded in traces and eval runs.
     fn config(&self) -> serde_json::Value;
 
+    /// The model of the answer step where it is not the chat model (`--answer-model`); a
+    /// question's [`crate::run::Run`] sends the answer step to it.
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        None
+    }
+
     /// Answers `question`, sending events to `sink` as it goes.
     fn run<'a>(
         &'a self,

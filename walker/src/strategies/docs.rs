@@ -505,6 +505,10 @@ impl Strategy for Docs {
         "docs"
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> Value {
         json!({
             "reader": self.reader.as_ref().map(|m| m.id().to_string()),
@@ -525,7 +529,6 @@ impl Strategy for Docs {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let all = env.index.documents();
             if all.is_empty() {

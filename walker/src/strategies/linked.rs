@@ -55,6 +55,10 @@ impl Strategy for Linked {
         "links"
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> serde_json::Value {
         json!({
             "k": self.k,
@@ -74,7 +78,6 @@ impl Strategy for Linked {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             let question_vector = run.env.embedder.embed_one(question)?;
             let mut cycle = 1;
             run.emit(Event::Cycle { cycle });

@@ -630,6 +630,10 @@ impl Strategy for Roam {
         "roam"
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> Value {
         json!({
             "max_turns": self.max_turns,
@@ -651,7 +655,6 @@ impl Strategy for Roam {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             let vector = env.embedder.embed_one(question)?;
             let mut open = match &self.opened {
                 Some(shared) => shared.lock().map(|o| o.clone()).unwrap_or_default(),

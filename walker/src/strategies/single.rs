@@ -32,6 +32,10 @@ impl Strategy for Single {
         "single"
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> serde_json::Value {
         json!({ "k": self.k, "answer_model": answer_model_id(&self.answer_model) })
     }
@@ -44,7 +48,6 @@ impl Strategy for Single {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let hits = run.retrieve(1, Origin::Question, question, self.k, false)?;
             let ids: Vec<_> = hits.iter().map(|h| h.chunk_id).collect();

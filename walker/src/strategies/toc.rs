@@ -401,6 +401,10 @@ impl Strategy for Toc {
         }
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> serde_json::Value {
         json!({
             "max_sections": self.max_sections,
@@ -424,7 +428,6 @@ impl Strategy for Toc {
     ) -> BoxFuture<'a, Result<Answer, StrategyError>> {
         Box::pin(async move {
             let mut run = Run::new(self, question, env, sink);
-            run.answer_with(&self.answer_model);
             run.emit(Event::Cycle { cycle: 1 });
             let question_vector = env.embedder.embed_one(question)?;
             let contents = match ContentsFile::of_index(env.index.dir()) {

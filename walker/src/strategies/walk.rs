@@ -136,6 +136,10 @@ impl Strategy for Walk {
         "walk"
     }
 
+    fn answer_model(&self) -> Option<&AnswerModel> {
+        self.answer_model.as_ref()
+    }
+
     fn config(&self) -> serde_json::Value {
         json!({
             "k": self.k,
@@ -413,7 +417,6 @@ impl<'a> Walking<'a> {
     ) -> Result<Self, StrategyError> {
         let mut run = Run::new(walk, question, env, sink);
         run.control = walk.control.clone();
-        run.answer_with(&walk.answer_model);
         let question_vector = run.env.embedder.embed_one(question)?;
         let facts: Vec<Fact> = match &walk.memory {
             Some(memory) => recall(&mut run, memory, &question_vector),
