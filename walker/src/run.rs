@@ -340,16 +340,20 @@ impl<'a> Run<'a> {
                 ],
             );
             // Told only when the question is clearly in another language: English prompts
-            // stay as they are.
-            if let Some(language) = crate::reader::language::not_english(question) {
+            // stay as they are. Such an answer is written, not copied from the passages.
+            let language = crate::reader::language::not_english(question);
+            if let Some(language) = language {
                 user.push_str(&format!(
                     "\nThe question is in {language}: write the answer and the explanation in \
                      {language} (keep the words \"Answer:\" and \"Sources:\")."
                 ));
             }
+            let copy = language
+                .is_none()
+                .then(|| format!("{passages}\n{question}"));
             let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
             let request = ChatRequest {
-                constraint: Some(crate::reader::constrain::answer(&ids)),
+                constraint: Some(crate::reader::constrain::answer(&ids, copy.as_deref())),
                 ..prompt::request_with_examples(
                     prompt::ANSWER_SYSTEM,
                     prompt::ANSWER_EXAMPLES,

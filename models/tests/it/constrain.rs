@@ -342,7 +342,7 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
 #[test]
 fn the_answer_grammar_keeps_citations_out_of_the_answer() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
-    let constraint = walkrag_walker::constrain::answer(&shown);
+    let constraint = walkrag_walker::constrain::answer(&shown, None);
     for name in MODELS {
         let m = model(name);
         let tokenizer = m.tokenizer();
@@ -366,5 +366,45 @@ fn the_answer_grammar_keeps_citations_out_of_the_answer() {
             !accepts("Answer: not found\nSources: [3fa9c2d1.0]\nSources: [3fa9c2d1.0]"),
             "{name}"
         );
+    }
+}
+
+/// A copied answer: `yes`, `no`, `not found`, or whole words of the passages and question in
+/// their order. An example's content (Dundee), words out of order and half a word are refused.
+#[test]
+fn the_copied_answer_grammar_takes_only_the_passages_words() {
+    let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
+    let copy = "[3fa9c2d1.0] Velmora Bridge\nThe bridge was opened on 3 May 1879 by the mayor, \
+                Ilsa Brandt.\n\n[77b1e4d0.2] Kessel Tower\nKessel Tower was finished in 1884.\n\
+                Which was opened first, Velmora Bridge or Kessel Tower?";
+    let constraint = walkrag_walker::constrain::answer(&shown, Some(copy));
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
+        let accepts = |text: &str| {
+            let ids = tokenizer.encode(text).unwrap();
+            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
+        };
+        for good in [
+            "Answer: Ilsa Brandt\nSources: [3fa9c2d1.0]",
+            "Answer: 3 May 1879\nSources: [3fa9c2d1.0], [77b1e4d0.2]",
+            "Answer: Velmora Bridge\nSources:",
+            "Answer: no\nSources: [77b1e4d0.2]",
+            "Answer: yes\nSources:",
+            "Answer: not found\nSources: [3fa9c2d1.0]\nIt names the mayor.",
+        ] {
+            assert!(accepts(good), "{name}: {good}");
+        }
+        for bad in [
+            "Answer: Dundee\nSources:",
+            "Answer: Brandt Ilsa\nSources:",
+            "Answer: Kess\nSources:",
+            "Answer: maybe\nSources:",
+            "Answer: Ilsa Brandt [3fa9c2d1.0]",
+            "Answer: Ilsa Brandt\nSources: [0badcafe.9]",
+        ] {
+            assert!(!accepts(bad), "{name}: {bad}");
+        }
     }
 }

@@ -74,16 +74,22 @@ pub fn roam_move(closed: &[String], max: usize) -> Constraint {
     Constraint::JsonSchema(json!({ "anyOf": [expand, answer] }))
 }
 
-/// The answer line and the note line of [`answer`]: the answer is at most 120 characters with
-/// no citation in it (no `[`, no "Sources:": the ids go on their own line) and the note at
-/// most 300.
-const ANSWER_TERMINALS: &str = "ANSWER: /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n\
-                                NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n";
+/// The answer line: at most 120 characters with no citation in it (no `[`, no "Sources:":
+/// the ids go on their own line).
+const ANSWER_LINE: &str = "/[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/";
+
+/// The note line after the sources: at most 300 characters, not a second sources line.
+const NOTE_TERMINAL: &str = "NOTE: /[^\\n]{1,300}/ & ~/[Ss]ources:(?s:.*)/\n";
 
 /// The answer step: `Answer: ` and a short answer on one line, `Sources:` and the ids of
 /// the shown passages it used in square brackets, then at most one line more (what the
 /// passages do say, when they do not answer).
-pub fn answer(shown: &[String]) -> Constraint {
+///
+/// With `copy` (the text of the shown passages and the question), the answer is `yes`, `no`,
+/// `not found`, or words copied from that text in their order, whole words only: a worked
+/// example's content cannot become an answer, nor can a word no passage holds. Without it
+/// (an answer in another language than the passages'), any short line.
+pub fn answer(shown: &[String], copy: Option<&str>) -> Constraint {
     let mut grammar = String::from(r#"start: "Answer: " ANSWER "\nSources:""#);
     let ids: Vec<String> = shown
         .iter()
@@ -103,8 +109,24 @@ pub fn answer(shown: &[String]) -> Constraint {
             ids.join(" | ")
         ));
     }
-    grammar.push_str(ANSWER_TERMINALS);
+    match copy {
+        Some(copy) => {
+            let copy = serde_json::to_string(&one_line(copy)).expect("a string serialises");
+            grammar.push_str("ANSWER: \"yes\" | \"no\" | \"not found\" | COPY\n");
+            grammar.push_str(&format!(
+                "COPY: %regex {{ \"substring_words\": {copy} }} & {ANSWER_LINE}\n"
+            ));
+        }
+        None => grammar.push_str(&format!("ANSWER: {ANSWER_LINE}\n")),
+    }
+    grammar.push_str(NOTE_TERMINAL);
     Constraint::Lark(grammar)
+}
+
+/// `text` on one line, single-spaced: a copied answer then never holds the line break that
+/// ends it.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// An entry of a generated table of contents: a heading of a few words and one sentence.
@@ -152,7 +174,8 @@ mod tests {
 
     #[test]
     fn the_answer_cites_only_shown_ids() {
-        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()]) else {
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into(), "77b1e4d0.2".into()], None)
+        else {
             panic!("a Lark grammar");
         };
         assert_eq!(
@@ -166,9 +189,30 @@ mod tests {
     }
 
     #[test]
+    fn a_copied_answer_is_held_to_the_text_on_one_line() {
+        let Constraint::Lark(grammar) = answer(
+            &["3fa9c2d1.0".into()],
+            Some("Harlow Footbridge\nopened in \"1884\"."),
+        ) else {
+            panic!("a Lark grammar");
+        };
+        assert!(
+            grammar.contains("ANSWER: \"yes\" | \"no\" | \"not found\" | COPY\n"),
+            "{grammar}"
+        );
+        assert!(
+            grammar.contains(
+                "COPY: %regex { \"substring_words\": \"Harlow Footbridge opened in \\\"1884\\\".\" } \
+                 & /[^\\n\\[]{1,120}/ & ~/(?s:.*)[Ss]ources:(?s:.*)/\n"
+            ),
+            "{grammar}"
+        );
+    }
+
+    #[test]
     fn one_shown_passage_is_one_source_at_most() {
         // `{0,0}` (no further source) does not compile in llguidance: `walkrag ask -k 1` failed.
-        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into()]) else {
+        let Constraint::Lark(grammar) = answer(&["3fa9c2d1.0".into()], None) else {
             panic!("a Lark grammar");
         };
         assert!(grammar.starts_with(
