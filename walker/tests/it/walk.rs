@@ -55,7 +55,7 @@ fn mayor_read(d1: ChunkId) -> Turn {
 }
 
 #[test]
-fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
+fn follows_a_descriptor_to_the_second_hop_and_answers_from_its_passages() {
     let t = test_index();
     let [d1, d2] = ids(&t, &["d1", "d2"])[..] else {
         unreachable!()
@@ -150,7 +150,8 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
         "read chunks are never retrieved again"
     );
 
-    // The second read sees the first fact; the answer step sees both facts.
+    // The second read sees the first fact; the answer step sees the passages both facts came
+    // from, not the facts (a read step's facts misled the reader: docs/results/reader-copy).
     let requests = model.requests.lock().unwrap();
     assert!(requests[1]
         .messages
@@ -158,12 +159,12 @@ fn follows_a_descriptor_to_the_second_hop_and_answers_from_the_facts() {
         .unwrap()
         .content
         .contains(&format!("- The mayor of Velmora is Ilsa Brandt. [{d1}]")));
-    assert!(requests[2]
-        .messages
-        .last()
-        .unwrap()
-        .content
-        .contains("Ilsa Brandt was born in Kessel."));
+    let answer_prompt = &requests[2].messages.last().unwrap().content;
+    assert!(
+        answer_prompt.contains(&format!("[{d1}]")) && answer_prompt.contains(&format!("[{d2}]")),
+        "{answer_prompt}"
+    );
+    assert!(!answer_prompt.contains("Notes taken"), "{answer_prompt}");
     let steps = &answer.trace.steps;
     assert!(steps.iter().any(|s| matches!(
         s,
@@ -628,10 +629,13 @@ fn a_fact_its_source_does_not_support_is_not_trusted() {
         s,
         Step::Note { message, .. } if message.contains("its words are not in its source")
     )));
-    // Only the supported fact reaches the answer step.
+    // Neither fact reaches the answer step: it reads the passages.
     let requests = model.requests.lock().unwrap();
     let answer_prompt = &requests[1].messages.last().unwrap().content;
-    assert!(answer_prompt.contains("Velmora is a river town."));
+    assert!(
+        !answer_prompt.contains("- Velmora is a river town."),
+        "{answer_prompt}"
+    );
     assert!(
         !answer_prompt.contains("- Ilsa Brandt was born in Kessel in 1971"),
         "{answer_prompt}"
