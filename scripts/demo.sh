@@ -25,7 +25,7 @@ step() {
   fi
 }
 
-step "models (fetched once, checked by sha256)" scripts/fetch-models.sh minilm qwen2.5-coder-0.5b
+step "models (fetched once, checked by sha256)" scripts/fetch-models.sh minilm qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 # Only the walkrag binary, in the `quick` profile (Cargo.toml): the crates a question spends
 # its time in are optimised, the rest is not, so a cold build takes about half of `dev`'s.
 # The tests, benches and examples are left to scripts/test.sh, which builds them when it runs.

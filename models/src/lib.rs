@@ -18,6 +18,11 @@ pub use local::{GenerationStats, LocalModel};
 /// The chat model used when none is named.
 pub const DEFAULT_MODEL: &str = "local:qwen2.5-coder-0.5b";
 
+/// The model that writes the answer from the passages found when the chat model is
+/// [`DEFAULT_MODEL`] and no other is named: the 0.5B walks, picks and reads, the 1.5B
+/// answers (docs/results/reader-copy: HotpotQA dev F1 0.383 -> 0.574 with links).
+pub const DEFAULT_ANSWER_MODEL: &str = "local:qwen2.5-coder-1.5b";
+
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

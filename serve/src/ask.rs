@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use walkrag_walker::output::AnswerLine;
-use walkrag_walker::{by_name, Control, Env, Event, Options, Strategy};
+use walkrag_walker::{by_name, AnswerModel, Control, Env, Event, Options, Strategy};
 
 use crate::error::{ApiError, JsonBody};
 use crate::queue::Ticket;
@@ -106,6 +106,7 @@ pub(crate) fn start(state: &Shared, request: AskRequest) -> Result<Started, ApiE
         k: request.k,
         max_cycles: request.max_cycles,
         control: control.clone(),
+        answer_model: state.engine.answer_model.clone().map(AnswerModel),
         ..Options::default()
     };
     let strategy = by_name(request.strategy.as_deref().unwrap_or("walk"), &options)?;

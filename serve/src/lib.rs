@@ -50,6 +50,8 @@ pub struct Engine {
     /// The embedder the index was built with.
     pub embedder: Arc<dyn Embedder>,
     pub model: Arc<dyn ChatModel>,
+    /// The model that writes the answers, where another than `model`.
+    pub answer_model: Option<Arc<dyn ChatModel>>,
     pub search: SearchParams,
     watch: Option<Watch>,
 }
@@ -80,9 +82,16 @@ impl Engine {
             index: RwLock::new(Arc::new(index)),
             embedder,
             model,
+            answer_model: None,
             search,
             watch: None,
         }
+    }
+
+    /// The engine with `model` writing the answers (`walkrag serve --answer-model`).
+    pub fn answering_with(mut self, model: Option<Arc<dyn ChatModel>>) -> Self {
+        self.answer_model = model;
+        self
     }
 
     /// Reloads the index from `store` once its generation moves from `generation` (read

@@ -143,11 +143,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None
     };
     let flags = &args.strategy_flags;
-    flags.check(|name| name == args.strategy)?;
+    let runs = |name: &str| name == args.strategy;
+    flags.check(runs)?;
     let options = Options {
         control: control.clone(),
         memory,
-        ..flags.options(&args.model, |model| model)?
+        ..flags.options(&args.model, runs, |model| model)?
     };
     let actions = args.strategy == "actions";
     let strategy = if actions {

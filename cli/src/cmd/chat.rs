@@ -13,7 +13,7 @@ use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Constraint, Delta, Message, Sampling};
 use walkrag_models::DEFAULT_MODEL;
-use walkrag_walker::{by_name, Answer, Event, Options, Roam, Strategy};
+use walkrag_walker::{by_name, Answer, AnswerModel, Event, Options, Roam, Strategy};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
 /// --prompt. Answers stream as they are generated.
@@ -89,6 +89,10 @@ pub struct Args {
     /// The model that reads whole documents (--strategy docs) [default: --model].
     #[arg(long, value_name = "SPEC")]
     reader_model: Option<String>,
+    /// The model that writes the answers (--strategy but actions and roam) [default:
+    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
+    #[arg(long, value_name = "SPEC")]
+    answer_model: Option<String>,
     /// One JSON line per reply ({"type": "reply", "text", "valid"}); with --strategy, one
     /// JSON event per line, each turn ending with its answer line.
     #[arg(long)]
@@ -104,6 +108,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.answer_model.is_some()
+        && matches!(args.strategy.as_deref(), None | Some("actions" | "roam"))
+    {
+        bail!("--answer-model works with --strategy single, walk, links, sections, toc or docs");
+    }
     match args.strategy.as_deref() {
         None => {}
         Some("actions") => return run_actions(args),
@@ -350,8 +359,11 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
     let strategy: Box<dyn Strategy> = if name == "roam" {
         Box::new(Roam::conversation())
     } else {
+        let answer = super::answer_model_spec(args.answer_model.as_deref(), &args.model);
         let options = Options {
             reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
+            answer_model: super::load_other_model(answer.as_deref(), &args.model, "answer")?
+                .map(AnswerModel),
             ..Options::default()
         };
         by_name(name, &options)?

@@ -147,7 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .questions
         .clone()
         .context("--questions is needed with --corpus")?;
-    let options = flags.options(&args.model, |model| {
+    let options = flags.options(&args.model, runs, |model| {
         unconstrained(model, args.unconstrained)
     })?;
     let mut strategies: Vec<Box<dyn Strategy>> = Vec::new();

@@ -80,6 +80,19 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 pub const ANSWERED_BY_ONE_MODEL: [&str; 7] =
     ["walk", "single", "links", "roam", "toc", "sections", "docs"];
 
+/// The model that writes answers beside the chat model `model`: `named` (`--answer-model`),
+/// else [`DEFAULT_ANSWER_MODEL`](walkrag_models::DEFAULT_ANSWER_MODEL) beside the default
+/// chat model, else none (`model` answers).
+pub fn answer_model_spec(named: Option<&str>, model: &str) -> Option<String> {
+    match named {
+        Some(spec) => Some(spec.to_string()),
+        None if model == walkrag_models::DEFAULT_MODEL => {
+            Some(walkrag_models::DEFAULT_ANSWER_MODEL.to_string())
+        }
+        None => None,
+    }
+}
+
 /// A model for one `role` beside the chat model `model` (`--reader-model` for `docs`,
 /// `--pick-model` for `actions`): `None` without one or when it names the chat model itself
 /// (loaded once, it does both).

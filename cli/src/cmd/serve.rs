@@ -87,6 +87,10 @@ struct EngineArgs {
     /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
+    /// The model that writes the answers: --model walks, picks and reads [default:
+    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
+    #[arg(long, value_name = "SPEC")]
+    answer_model: Option<String>,
     /// Embedding model [default: the one the index was built with].
     #[arg(long)]
     embedder: Option<String>,
@@ -176,16 +180,19 @@ fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
     let index = store.clone().load()?;
     let embedder = super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
     let model = super::load_chat_model(&args.model)?;
+    let answer_model = super::load_other_model(
+        super::answer_model_spec(args.answer_model.as_deref(), &args.model).as_deref(),
+        &args.model,
+        "answer",
+    )?;
     let search = SearchParams {
         ef_search: None,
         exact: args.exact,
     };
     Ok(Arc::new(
-        Engine::new(index, Arc::from(embedder), model, search).watching(
-            store,
-            generation,
-            walkrag_serve::RELOAD_CHECK,
-        ),
+        Engine::new(index, Arc::from(embedder), model, search)
+            .answering_with(answer_model)
+            .watching(store, generation, walkrag_serve::RELOAD_CHECK),
     ))
 }
 

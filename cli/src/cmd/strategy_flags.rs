@@ -15,10 +15,10 @@ pub struct StrategyFlags {
     /// documents are many, the answer is one) [default: --model].
     #[arg(long, value_name = "SPEC")]
     pub reader_model: Option<String>,
-    /// The model that writes the answer (every strategy but actions), e.g.
-    /// local:qwen2.5-coder-1.5b: a cheap --model walks, picks or reads, a stronger one answers
-    /// from what it found; a smaller one saves time where only recall is measured
-    /// (docs/results/ranking-dev) [default: --model].
+    /// The model that writes the answer (every strategy but actions): a cheap --model walks,
+    /// picks or reads, a stronger one answers from what it found; a smaller one saves time
+    /// where only recall is measured (docs/results/ranking-dev) [default:
+    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
     #[arg(long, value_name = "SPEC")]
     pub answer_model: Option<String>,
     /// Chunks retrieved per search [default: the strategy's, 5 for single].
@@ -80,21 +80,26 @@ impl StrategyFlags {
         Ok(())
     }
 
-    /// The strategies' options beside the chat model `model`; each other model is loaded
-    /// and passed through `wrap`.
+    /// The strategies' options beside the chat model `model`, for the strategies that `runs`;
+    /// each other model is loaded and passed through `wrap`.
     pub fn options(
         &self,
         model: &str,
+        runs: impl Fn(&str) -> bool,
         wrap: impl Fn(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>,
     ) -> anyhow::Result<Options> {
-        let other = |spec: &Option<String>, role| {
-            super::load_other_model(spec.as_deref(), model, role).map(|m| m.map(&wrap))
+        let other = |spec: Option<&str>, role| {
+            super::load_other_model(spec, model, role).map(|m| m.map(&wrap))
         };
+        let answers = ANSWERED_BY_ONE_MODEL.into_iter().any(runs);
+        let answer = answers
+            .then(|| super::answer_model_spec(self.answer_model.as_deref(), model))
+            .flatten();
         Ok(Options {
             k: self.k,
             max_cycles: self.max_cycles,
-            reader: other(&self.reader_model, "reader")?,
-            answer_model: other(&self.answer_model, "answer")?.map(AnswerModel),
+            reader: other(self.reader_model.as_deref(), "reader")?,
+            answer_model: other(answer.as_deref(), "answer")?.map(AnswerModel),
             next_sources: super::next_sources(&self.next_sources),
             names: self.names,
             leads: self.leads,

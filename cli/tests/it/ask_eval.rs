@@ -315,9 +315,10 @@ fn eval_writes_results_summary_report_and_resumes() {
         .count();
     assert_eq!(n, 3);
 
-    // Another model in the same directory is refused.
+    // Another model answering, in the same directory, is refused. (Not another --model: the
+    // default one brings the 1.5B as its answer model, which the tests do not fetch.)
     let mut other = args.to_vec();
-    other[6] = "local:qwen2.5-coder-0.5b";
+    other.extend(["--answer-model", "local:qwen2.5-coder-0.5b"]);
     let out = walkrag(dir, &other);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--restart"), "{}", stderr(&out));
