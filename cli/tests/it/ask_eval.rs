@@ -193,6 +193,21 @@ fn ask_streams_events_and_writes_the_trace() {
         "--leads 0 leaves the sections strategy nothing to read",
     );
 
+    // chat's --answer-model needs a strategy whose answer is written from passages.
+    let out = walkrag(
+        dir,
+        &[
+            "chat",
+            "--prompt",
+            "x",
+            "--answer-model",
+            MODEL,
+            "--model",
+            MODEL,
+        ],
+    );
+    assert_refused(&out, "--answer-model works with --strategy");
+
     // An unknown strategy is refused with the list of those there are.
     let out = walkrag(dir, &["ask", "x", "--strategy", "bogus", "--model", MODEL]);
     assert_eq!(out.status.code(), Some(2));
