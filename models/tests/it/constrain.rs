@@ -336,37 +336,46 @@ fn a_caller_that_stops_listening_stops_constrained_generation() {
     assert_eq!(seen, 4);
 }
 
+/// Checks on every test model that `constraint` takes each text of `good` whole and none of
+/// `bad`.
+fn takes_only(constraint: &Constraint, good: &[&str], bad: &[&str]) {
+    for name in MODELS {
+        let m = model(name);
+        let tokenizer = m.tokenizer();
+        let matcher = m.grammars().unwrap().matcher(constraint).unwrap();
+        let accepts = |text: &str| {
+            let ids = tokenizer.encode(text).unwrap();
+            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
+        };
+        for text in good {
+            assert!(accepts(text), "{name} refused {text:?}");
+        }
+        for text in bad {
+            assert!(!accepts(text), "{name} took {text:?}");
+        }
+    }
+}
+
 /// The answer step's grammar keeps citations out of the answer line: no `[` and no
 /// "Sources:" before the line break (answers once ended "... Sources: , ,"), and no second
 /// "Sources:" line as the note, while a short answer, its cited ids and a note pass.
 #[test]
 fn the_answer_grammar_keeps_citations_out_of_the_answer() {
     let shown = ["3fa9c2d1.0".to_string(), "77b1e4d0.2".to_string()];
-    let constraint = walkrag_walker::constrain::answer(&shown, None);
-    for name in MODELS {
-        let m = model(name);
-        let tokenizer = m.tokenizer();
-        let matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
-        let accepts = |text: &str| {
-            let ids = tokenizer.encode(text).unwrap();
-            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
-        };
-        assert!(
-            accepts("Answer: Dundee\nSources: [77b1e4d0.2], [3fa9c2d1.0]"),
-            "{name}"
-        );
-        assert!(accepts(
-            "Answer: not found\nSources: [3fa9c2d1.0]\nIt names the founders."
-        ));
-        assert!(!accepts("Answer: Dundee [77b1e4d0.2]"), "{name}");
-        assert!(!accepts("Answer: Dundee. Sources: x"), "{name}");
-        assert!(!accepts("Answer: Dundee\nSources: [0badcafe.9]"), "{name}");
-        // Nor a second sources line where the note goes ("Sources:" was printed twice).
-        assert!(
-            !accepts("Answer: not found\nSources: [3fa9c2d1.0]\nSources: [3fa9c2d1.0]"),
-            "{name}"
-        );
-    }
+    takes_only(
+        &walkrag_walker::constrain::answer(&shown, None),
+        &[
+            "Answer: Dundee\nSources: [77b1e4d0.2], [3fa9c2d1.0]",
+            "Answer: not found\nSources: [3fa9c2d1.0]\nIt names the founders.",
+        ],
+        &[
+            "Answer: Dundee [77b1e4d0.2]",
+            "Answer: Dundee. Sources: x",
+            "Answer: Dundee\nSources: [0badcafe.9]",
+            // Nor a second sources line where the note goes ("Sources:" was printed twice).
+            "Answer: not found\nSources: [3fa9c2d1.0]\nSources: [3fa9c2d1.0]",
+        ],
+    );
 }
 
 /// A copied answer: `yes`, `no`, `not found`, or whole words of the passages and question in
@@ -377,34 +386,23 @@ fn the_copied_answer_grammar_takes_only_the_passages_words() {
     let copy = "[3fa9c2d1.0] Velmora Bridge\nThe bridge was opened on 3 May 1879 by the mayor, \
                 Ilsa Brandt.\n\n[77b1e4d0.2] Kessel Tower\nKessel Tower was finished in 1884.\n\
                 Which was opened first, Velmora Bridge or Kessel Tower?";
-    let constraint = walkrag_walker::constrain::answer(&shown, Some(copy));
-    for name in MODELS {
-        let m = model(name);
-        let tokenizer = m.tokenizer();
-        let matcher = m.grammars().unwrap().matcher(&constraint).unwrap();
-        let accepts = |text: &str| {
-            let ids = tokenizer.encode(text).unwrap();
-            matcher.deep_clone().validate_tokens(&ids).unwrap() == ids.len()
-        };
-        for good in [
+    takes_only(
+        &walkrag_walker::constrain::answer(&shown, Some(copy)),
+        &[
             "Answer: Ilsa Brandt\nSources: [3fa9c2d1.0]",
             "Answer: 3 May 1879\nSources: [3fa9c2d1.0], [77b1e4d0.2]",
             "Answer: Velmora Bridge\nSources:",
             "Answer: no\nSources: [77b1e4d0.2]",
             "Answer: yes\nSources:",
             "Answer: not found\nSources: [3fa9c2d1.0]\nIt names the mayor.",
-        ] {
-            assert!(accepts(good), "{name}: {good}");
-        }
-        for bad in [
+        ],
+        &[
             "Answer: Dundee\nSources:",
             "Answer: Brandt Ilsa\nSources:",
             "Answer: Kess\nSources:",
             "Answer: maybe\nSources:",
             "Answer: Ilsa Brandt [3fa9c2d1.0]",
             "Answer: Ilsa Brandt\nSources: [0badcafe.9]",
-        ] {
-            assert!(!accepts(bad), "{name}: {bad}");
-        }
-    }
+        ],
+    );
 }
