@@ -82,12 +82,26 @@ pub const ANSWERED_BY_ONE_MODEL: [&str; 7] =
 
 /// The model that writes answers beside the chat model `model`: `named` (`--answer-model`),
 /// else [`DEFAULT_ANSWER_MODEL`](walkrag_models::DEFAULT_ANSWER_MODEL) beside the default
-/// chat model, else none (`model` answers).
+/// chat model where it is installed, else none (`model` answers; a warning says how to
+/// install the better reader).
 pub fn answer_model_spec(named: Option<&str>, model: &str) -> Option<String> {
+    use walkrag_models::{DEFAULT_ANSWER_MODEL, DEFAULT_MODEL};
     match named {
         Some(spec) => Some(spec.to_string()),
-        None if model == walkrag_models::DEFAULT_MODEL => {
-            Some(walkrag_models::DEFAULT_ANSWER_MODEL.to_string())
+        None if model == DEFAULT_MODEL => {
+            let name = DEFAULT_ANSWER_MODEL.trim_start_matches("local:");
+            let installed = walkrag_core::Catalog::builtin()
+                .get(name)
+                .is_some_and(|m| m.main_path().is_file());
+            if installed {
+                Some(DEFAULT_ANSWER_MODEL.to_string())
+            } else {
+                tracing::warn!(
+                    "{name} is not installed, so {model} writes the answers too; \
+                     scripts/fetch-models.sh {name} installs the better reader"
+                );
+                None
+            }
         }
         None => None,
     }

@@ -28,6 +28,51 @@ fn assert_refused(out: &Output, message: &str) {
     assert!(stderr(out).contains(message), "{}", stderr(out));
 }
 
+/// With the default --model and the default answer model (the 1.5B) not installed, the 0.5B
+/// writes the answer too and a warning says how to install the better reader. A models
+/// directory holding only MiniLM and the 0.5B makes this the same on every machine.
+#[test]
+fn the_default_model_answers_itself_where_the_answer_model_is_not_installed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let models = dir.join("models");
+    std::fs::create_dir(&models).unwrap();
+    for name in ["minilm", "qwen2.5-coder-0.5b"] {
+        std::os::unix::fs::symlink(walkrag_core::models_dir().join(name), models.join(name))
+            .unwrap();
+    }
+    std::fs::write(dir.join("corpus.jsonl"), CORPUS).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_walkrag"))
+            .args(args)
+            .current_dir(dir)
+            .env("RUST_LOG", "warn")
+            .env("WALKRAG_MODELS", &models)
+            .env_remove("WALKRAG_STORE")
+            .output()
+            .expect("walkrag runs")
+    };
+    let out = run(&["index", "corpus.jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&[
+        "ask",
+        "Who is the mayor of Velmora?",
+        "--strategy",
+        "single",
+        "-k",
+        "1",
+    ]);
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "qwen2.5-coder-1.5b is not installed, so local:qwen2.5-coder-0.5b writes the answers too"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn ask_streams_events_and_writes_the_trace() {
     let tmp = tempfile::tempdir().unwrap();
