@@ -108,9 +108,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.answer_model.is_some()
-        && matches!(args.strategy.as_deref(), None | Some("actions" | "roam"))
-    {
+    // Roam's conversation keeps its own settings: it answers with --model.
+    let answers = |s: &str| s != "roam" && super::ANSWERED_BY_ONE_MODEL.contains(&s);
+    if args.answer_model.is_some() && !args.strategy.as_deref().is_some_and(answers) {
         bail!("--answer-model works with --strategy single, walk, links, sections, toc or docs");
     }
     match args.strategy.as_deref() {
@@ -359,10 +359,9 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
     let strategy: Box<dyn Strategy> = if name == "roam" {
         Box::new(Roam::conversation())
     } else {
-        let answer = super::answer_model_spec(args.answer_model.as_deref(), &args.model);
         let options = Options {
             reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
-            answer_model: super::load_other_model(answer.as_deref(), &args.model, "answer")?
+            answer_model: super::load_answer_model(args.answer_model.as_deref(), &args.model)?
                 .map(AnswerModel),
             ..Options::default()
         };

@@ -80,11 +80,21 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 pub const ANSWERED_BY_ONE_MODEL: [&str; 7] =
     ["walk", "single", "links", "roam", "toc", "sections", "docs"];
 
-/// The model that writes answers beside the chat model `model`: `named` (`--answer-model`),
-/// else [`DEFAULT_ANSWER_MODEL`](walkrag_models::DEFAULT_ANSWER_MODEL) beside the default
-/// chat model where it is installed, else none (`model` answers; a warning says how to
-/// install the better reader).
-pub fn answer_model_spec(named: Option<&str>, model: &str) -> Option<String> {
+/// The model that writes answers beside the chat model `model` (`--answer-model` of `ask`,
+/// `eval`, `chat` and `serve`), loaded: see [`answer_model_spec`]; `None` where `model`
+/// answers itself.
+pub fn load_answer_model(
+    named: Option<&str>,
+    model: &str,
+) -> anyhow::Result<Option<Arc<dyn ChatModel>>> {
+    load_other_model(answer_model_spec(named, model).as_deref(), model, "answer")
+}
+
+/// The answer model's spec: `named`, else
+/// [`DEFAULT_ANSWER_MODEL`](walkrag_models::DEFAULT_ANSWER_MODEL) beside the default chat
+/// model where it is installed, else none (`model` answers; a warning says how to install
+/// the better reader).
+fn answer_model_spec(named: Option<&str>, model: &str) -> Option<String> {
     use walkrag_models::{DEFAULT_ANSWER_MODEL, DEFAULT_MODEL};
     match named {
         Some(spec) => Some(spec.to_string()),

@@ -180,11 +180,7 @@ fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
     let index = store.clone().load()?;
     let embedder = super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
     let model = super::load_chat_model(&args.model)?;
-    let answer_model = super::load_other_model(
-        super::answer_model_spec(args.answer_model.as_deref(), &args.model).as_deref(),
-        &args.model,
-        "answer",
-    )?;
+    let answer_model = super::load_answer_model(args.answer_model.as_deref(), &args.model)?;
     let search = SearchParams {
         ef_search: None,
         exact: args.exact,

@@ -88,18 +88,17 @@ impl StrategyFlags {
         runs: impl Fn(&str) -> bool,
         wrap: impl Fn(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>,
     ) -> anyhow::Result<Options> {
-        let other = |spec: Option<&str>, role| {
-            super::load_other_model(spec, model, role).map(|m| m.map(&wrap))
+        let reader = super::load_other_model(self.reader_model.as_deref(), model, "reader")?;
+        let answer = if ANSWERED_BY_ONE_MODEL.into_iter().any(runs) {
+            super::load_answer_model(self.answer_model.as_deref(), model)?
+        } else {
+            None
         };
-        let answers = ANSWERED_BY_ONE_MODEL.into_iter().any(runs);
-        let answer = answers
-            .then(|| super::answer_model_spec(self.answer_model.as_deref(), model))
-            .flatten();
         Ok(Options {
             k: self.k,
             max_cycles: self.max_cycles,
-            reader: other(self.reader_model.as_deref(), "reader")?,
-            answer_model: other(answer.as_deref(), "answer")?.map(AnswerModel),
+            reader: reader.map(&wrap),
+            answer_model: answer.map(&wrap).map(AnswerModel),
             next_sources: super::next_sources(&self.next_sources),
             names: self.names,
             leads: self.leads,
