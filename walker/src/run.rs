@@ -10,6 +10,7 @@ use walkrag_engine::{ChunkId, ChunkRef, Keep};
 
 use crate::answer::{Answer, Cost, Termination};
 use crate::control::Control;
+use crate::reader::dates;
 use crate::reader::llm;
 use crate::reader::prompt;
 use crate::reader::reply::{self, Match, Reply};
@@ -395,12 +396,64 @@ impl<'a> Run<'a> {
                 format!("the answer cites {token}, a passage it was not shown; citation dropped"),
             );
         }
-        Ok(Answered {
+        let answered = Answered {
             reply,
             text: completion.text,
             citations,
             shown,
-        })
+        };
+        Ok(self.hold_to_dates(cycle, question, answered))
+    }
+
+    /// `answered`, or "not found" where the question names a day or month (`the March 2024
+    /// report`, `the invoice dated 2024-06-12`) that none of the cited sources' documents
+    /// holds (the passages shown when none is cited): the answer then comes from another
+    /// report or invoice than the one asked about. A document holds a date in its title, text
+    /// or metadata (a front matter's `date:`).
+    fn hold_to_dates(&mut self, cycle: usize, question: &str, answered: Answered) -> Answered {
+        if !answered.reply.found {
+            return answered;
+        }
+        let index = self.env.index;
+        let cited = if answered.citations.is_empty() {
+            &answered.shown
+        } else {
+            &answered.citations
+        };
+        let mut seen = HashSet::new();
+        let documents: Vec<String> = cited
+            .iter()
+            .filter_map(|&id| index.row_of(id))
+            .map(|row| index.chunk(row).doc)
+            .filter(|doc| seen.insert(&doc.id))
+            .map(|doc| {
+                let metadata = serde_json::Value::Object(doc.metadata.clone());
+                format!("{}\n{metadata}\n{}", doc.title, doc.text)
+            })
+            .collect();
+        let Some(date) = dates::unheld(question, documents.iter().map(String::as_str)) else {
+            return answered;
+        };
+        let answer = answered.reply.answer;
+        self.note(
+            cycle,
+            format!(
+                "the question names {date}, which no cited source holds: \"{answer}\" is \
+                 about something else, answered \"not found\""
+            ),
+        );
+        Answered {
+            reply: Reply {
+                answer: "not found".into(),
+                found: false,
+            },
+            text: format!(
+                "Answer: not found\nExplanation: the question names {date}, and none of the \
+                 sources the answer cited holds it (their answer was \"{answer}\")."
+            ),
+            citations: Vec::new(),
+            shown: answered.shown,
+        }
     }
 
     /// The answer when there is nothing to answer from.

@@ -1,9 +1,10 @@
 //! Talking to the model and reading what it says: the prompts, the constraints a reply is
 //! held to, one model call streamed and recorded, the answer reply and the read step's JSON
-//! Lines read tolerantly, whether a fact's words are in its passage, and the answer's
-//! language. The answer step itself is `run.rs`'s `Run::answer`.
+//! Lines read tolerantly, whether a fact's words are in its passage, the dates a question
+//! names and whether a source holds them, and the answer's language. The answer step itself is `run.rs`'s `Run::answer`.
 
 pub mod constrain;
+pub mod dates;
 pub mod jsonl;
 pub mod language;
 pub mod llm;

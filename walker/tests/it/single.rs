@@ -5,7 +5,8 @@ use walkrag_core::{ChatError, Role};
 use walkrag_walker::{Event, Single, Step, Strategy, Termination};
 
 use walkrag_walker::testing::{
-    block_on, chunk_of, collect, env, render_request, test_index, ScriptedChatModel, Turn,
+    block_on, chunk_of, collect, env, markdown_index, render_request, test_index,
+    ScriptedChatModel, Turn,
 };
 
 const QUESTION: &str = "Who is the mayor of Velmora?";
@@ -119,6 +120,70 @@ fn a_reply_that_the_passages_do_not_answer_is_not_found() {
     assert!(!answer.found);
     assert_eq!(answer.answer, "not found");
     assert!(answer.citations.is_empty());
+}
+
+/// Two invoices that differ in their date, given only in the front matter.
+const INVOICES: [(&str, &str); 2] = [
+    (
+        "march.md",
+        "---\ndate: 2024-03-05\ntype: invoice\n---\n# Invoice from Hebdon Civils\n\nTotal due: 14,300 pounds.\n",
+    ),
+    (
+        "june.md",
+        "---\ndate: 2024-06-12\ntype: invoice\n---\n# Invoice from Corvell Pumps\n\nTotal due: 3,150 pounds.\n",
+    ),
+];
+
+/// Answers `question` from the invoices, the model citing the invoice of `cited`.
+fn answer_about_invoices(question: &str, cited: &str, total: &str) -> walkrag_walker::Answer {
+    let t = markdown_index(&INVOICES);
+    let doc = t
+        .index
+        .documents()
+        .iter()
+        .find(|d| d.doc.source.ends_with(cited));
+    let doc = doc.expect("the invoice is indexed");
+    let id = doc.chunks[0].id(&doc.doc);
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!(
+        "Answer: {total}\nSources: [{id}]"
+    ))]);
+    block_on(Single::default().run(question, env(&t.index, &model), &mut |_| {})).unwrap()
+}
+
+#[test]
+fn an_answer_whose_sources_hold_no_date_the_question_names_is_not_found() {
+    let question = "What was the total due on the invoice dated 2024-06-01?";
+    let answer = answer_about_invoices(question, "march.md", "14,300 pounds");
+    assert!(!answer.found);
+    assert_eq!(answer.answer, "not found");
+    assert!(answer.citations.is_empty());
+    assert!(answer.text.contains("1 June 2024"), "{}", answer.text);
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("1 June 2024") && message.contains("14,300 pounds")
+    )));
+
+    // The month asked about, held by the cited invoice's front matter: the answer stands.
+    let answer = answer_about_invoices(
+        "What was due on the June 2024 invoice?",
+        "june.md",
+        "3,150 pounds",
+    );
+    assert!(answer.found);
+    assert_eq!(answer.answer, "3,150 pounds");
+    // A month no cited source holds; a bare year is never checked.
+    let answer = answer_about_invoices(
+        "What was due on the March 2024 invoice?",
+        "june.md",
+        "3,150 pounds",
+    );
+    assert_eq!(answer.answer, "not found");
+    let answer = answer_about_invoices(
+        "What was due on the 2023 invoice?",
+        "june.md",
+        "3,150 pounds",
+    );
+    assert_eq!(answer.answer, "3,150 pounds");
 }
 
 #[test]
