@@ -262,6 +262,36 @@ impl Session<'_> {
     pub fn forward(&mut self, ids: &[u32], pos: usize) -> Result<Vec<f32>, ChatError> {
         self.inner.forward(&mut self.weights, ids, pos)
     }
+
+    /// The perplexity of `ids` read as one sequence from an empty context: the exponential of
+    /// the mean negative log-likelihood of each token after those before it (the first is
+    /// not predicted). Runs `window` tokens a pass, so at most `window` rows of logits are
+    /// held at once.
+    pub fn perplexity(&mut self, ids: &[u32], window: usize) -> Result<f64, ChatError> {
+        if ids.len() < 2 || window == 0 {
+            return Err(ChatError::Permanent(
+                "perplexity needs two tokens or more, and a window of one or more".into(),
+            ));
+        }
+        let mut total = 0.0f64;
+        let mut start = 0;
+        // The logits after ids[i] predict ids[i + 1]: the last id is only predicted.
+        while start < ids.len() - 1 {
+            let end = (start + window).min(ids.len() - 1);
+            let run = &ids[start..end];
+            let logits = self
+                .inner
+                .forward_tail(&mut self.weights, run, start, run.len())?;
+            let vocab = logits.len() / run.len();
+            total += logits
+                .chunks_exact(vocab)
+                .zip(&ids[start + 1..=end])
+                .map(|(row, &next)| f64::from(log_softmax_at(row, next as usize)))
+                .sum::<f64>();
+            start = end;
+        }
+        Ok((-total / (ids.len() - 1) as f64).exp())
+    }
 }
 
 fn poisoned() -> ChatError {

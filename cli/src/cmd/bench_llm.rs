@@ -20,8 +20,17 @@ use walkrag_models::{load_local, ModelSpec, DEFAULT_MODEL};
 /// reporting generation speed, the share of time spent on the constraint's masks, and the
 /// tokens sampled against those the schema forced (run through the model in batches).
 ///
+/// Each phase also reports how busy the cores were: the process's CPU seconds over the
+/// wall-clock seconds (2.0 = two cores busy throughout; Linux only, else absent).
+///
+/// With --perplexity FILE, also the perplexity of the model on the first
+/// --perplexity-tokens tokens of FILE's text, read from an empty context: a check that a
+/// kernel path or a weight format computes the same model (compare the paths with
+/// WALKRAG_CPU).
+///
 /// Examples:
 ///   walkrag bench llm --model local:qwen2.5-coder-0.5b
+///   walkrag bench llm --perplexity docs/data/docs-bench/corpus/kvw-1002.md --runs 1
 ///   walkrag bench llm --json-schema docs/data/structured/enum100.schema.json --gen-tokens 200
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -49,6 +58,12 @@ pub struct Args {
                          source for each."
     )]
     prompt: String,
+    /// Also the model's perplexity on this text file.
+    #[arg(long, value_name = "FILE")]
+    perplexity: Option<std::path::PathBuf>,
+    /// How many of the file's tokens the perplexity reads.
+    #[arg(long, default_value_t = 1024)]
+    perplexity_tokens: usize,
 }
 
 /// One way of answering the chat prompt, over the timed runs (medians).
@@ -88,8 +103,49 @@ struct Report {
     cpu: &'static str,
     prompt_runs_s: Vec<f64>,
     gen_runs_s: Vec<f64>,
+    /// Cores busy in prompt processing: CPU seconds over wall seconds, median of the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cores_busy: Option<f64>,
+    /// Cores busy in generation, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gen_cores_busy: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perplexity: Option<Perplexity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     json_schema: Option<Constrained>,
+}
+
+#[derive(Serialize)]
+struct Perplexity {
+    file: String,
+    tokens: usize,
+    perplexity: f64,
+    seconds: f64,
+}
+
+/// Tokens run per pass when measuring perplexity (rows of logits held at once).
+const PERPLEXITY_WINDOW: usize = 128;
+
+/// CPU seconds (user and system) of this process so far, all threads, from
+/// `/proc/self/stat`; `None` where that cannot be read.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses; utime and stime
+    // are the 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Runs `f`, returning its result, wall seconds and cores busy (CPU over wall seconds).
+fn timed<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, f64, Option<f64>)> {
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    let out = f()?;
+    let wall = start.elapsed().as_secs_f64();
+    let busy = cpu.zip(cpu_seconds()).map(|(a, b)| (b - a) / wall);
+    Ok((out, wall, busy))
 }
 
 /// Text whose tokens fill the prompt (its content does not change the cost of a pass).
@@ -119,25 +175,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let token = prompt[0];
 
     let mut session = model.session()?;
-    let time_prompt = |session: &mut walkrag_models::local::Session<'_>| -> anyhow::Result<f64> {
-        let start = Instant::now();
-        session.forward(&prompt, 0)?;
-        Ok(start.elapsed().as_secs_f64())
-    };
-    let time_gen = |session: &mut walkrag_models::local::Session<'_>| -> anyhow::Result<f64> {
-        let start = Instant::now();
-        for pos in 0..args.gen_tokens {
-            session.forward(&[token], pos)?;
-        }
-        Ok(start.elapsed().as_secs_f64())
-    };
     eprintln!("warming up ...");
     session.forward(&prompt[..prompt.len().min(32)], 0)?;
     let mut prompt_runs_s = Vec::new();
     let mut gen_runs_s = Vec::new();
+    let mut prompt_busy = Vec::new();
+    let mut gen_busy = Vec::new();
     for run in 1..=args.runs {
-        prompt_runs_s.push(time_prompt(&mut session)?);
-        gen_runs_s.push(time_gen(&mut session)?);
+        let ((), wall, busy) = timed(|| Ok(session.forward(&prompt, 0).map(drop)?))?;
+        prompt_runs_s.push(wall);
+        prompt_busy.extend(busy);
+        let ((), wall, busy) = timed(|| {
+            for pos in 0..args.gen_tokens {
+                session.forward(&[token], pos)?;
+            }
+            Ok(())
+        })?;
+        gen_runs_s.push(wall);
+        gen_busy.extend(busy);
         eprintln!(
             "run {run}/{}: pp{} {:.1} tokens/s, tg{} {:.1} tokens/s",
             args.runs,
@@ -147,6 +202,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.gen_tokens as f64 / gen_runs_s[run - 1]
         );
     }
+    let perplexity = match &args.perplexity {
+        Some(path) => Some(perplexity(
+            &model,
+            &mut session,
+            path,
+            args.perplexity_tokens,
+        )?),
+        None => None,
+    };
     drop(session);
     let json_schema = match &args.json_schema {
         Some(path) => Some(constrained(&model, &args, path)?),
@@ -162,6 +226,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cpu: walkrag_models::local::cpu()?.name(),
         prompt_runs_s,
         gen_runs_s,
+        prompt_cores_busy: (!prompt_busy.is_empty()).then(|| super::bench::median(&prompt_busy)),
+        gen_cores_busy: (!gen_busy.is_empty()).then(|| super::bench::median(&gen_busy)),
+        perplexity,
         json_schema,
     };
     if args.json {
@@ -177,6 +244,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report.gen_tokens_per_s, report.generated_tokens
         );
         println!("threads         {}", report.threads);
+        if let (Some(p), Some(g)) = (report.prompt_cores_busy, report.gen_cores_busy) {
+            println!("cores busy      {p:.2} in prompt processing, {g:.2} in generation");
+        }
+        if let Some(p) = &report.perplexity {
+            println!(
+                "perplexity      {:.4} ({} tokens of {}, {:.1} s)",
+                p.perplexity, p.tokens, p.file, p.seconds
+            );
+        }
         println!("kernels         {}", report.cpu);
         if let Some(c) = &report.json_schema {
             println!("json schema     {}", c.schema);
@@ -196,6 +272,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The perplexity of `model` on the first `tokens` tokens of the text file at `path`.
+fn perplexity(
+    model: &walkrag_models::LocalModel,
+    session: &mut walkrag_models::local::Session<'_>,
+    path: &std::path::Path,
+    tokens: usize,
+) -> anyhow::Result<Perplexity> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let mut ids = model
+        .tokenizer()
+        .encode(&text)
+        .map_err(anyhow::Error::msg)?;
+    ids.truncate(tokens);
+    ensure!(
+        ids.len() >= 2,
+        "{} has fewer than two tokens: no perplexity to measure",
+        path.display()
+    );
+    eprintln!("perplexity on {} tokens ...", ids.len());
+    let (perplexity, seconds, _) = timed(|| Ok(session.perplexity(&ids, PERPLEXITY_WINDOW)?))?;
+    Ok(Perplexity {
+        file: path.display().to_string(),
+        tokens: ids.len(),
+        perplexity,
+        seconds,
+    })
 }
 
 /// The chat prompt answered freely and under the schema at `path`, `args.runs` times each

@@ -2,6 +2,7 @@
 
 mod actions;
 mod ask_eval;
+mod bench;
 mod crash;
 mod docs;
 mod index;

@@ -107,3 +107,29 @@ async fn the_likely_continuation_weighs_more_through_the_chat_model() {
     assert!(s[0] > s[1], "likely {} vs unlikely {}", s[0], s[1]);
     assert_eq!(s[2], 0.0, "nothing to weigh weighs nothing");
 }
+
+#[test]
+fn perplexity_is_the_stepwise_one_whatever_the_window() {
+    let m = model(MODELS[0]);
+    let text = "The river Wend floods the lower fields each spring, and the mill on its bank \
+                has kept records of every flood since 1884.";
+    let ids = m.tokenizer().encode(text).unwrap();
+    let mut session = m.session().unwrap();
+    let mut total = 0.0;
+    for i in 0..ids.len() - 1 {
+        let logits = session.forward(&[ids[i]], i).unwrap();
+        total += log_softmax(&logits, ids[i + 1]);
+    }
+    let want = (-total / (ids.len() - 1) as f64).exp();
+    for window in [1, 5, 128] {
+        let got = session.perplexity(&ids, window).unwrap();
+        assert!(
+            (got - want).abs() < 0.01 * want,
+            "window {window}: {got} against {want} stepwise"
+        );
+    }
+    assert!(
+        session.perplexity(&ids[..1], 8).is_err(),
+        "one token predicts nothing"
+    );
+}
