@@ -1,6 +1,7 @@
 //! The dates a question names, and whether a source holds them: an answer whose cited
-//! sources hold none of a named day or month is about another document (last year's report,
-//! another invoice), and the answer step says "not found" instead.
+//! sources hold none of the days or months the question names is about another document
+//! (last year's report, another invoice), and the answer step says "not found" instead. One
+//! date held is enough: a question about two reports may be answered in part from one.
 //!
 //! Only days and months of a year count: a bare year in a question often qualifies an earlier
 //! hop ("the 1988 film whose composer…"), not the passage that answers. Read forms:
@@ -165,16 +166,18 @@ pub fn holds(text_dates: &[Date], date: Date) -> bool {
     }
 }
 
-/// The first day or month `question` names that none of `sources` holds.
-pub fn unheld<'a>(question: &str, sources: impl IntoIterator<Item = &'a str>) -> Option<Date> {
+/// The days and months `question` names, where `sources` hold none of them; `None` where
+/// it names none or a source holds one.
+pub fn unheld<'a>(question: &str, sources: impl IntoIterator<Item = &'a str>) -> Option<Vec<Date>> {
     let asked = named(question);
     if asked.is_empty() {
         return None;
     }
     let held: Vec<Vec<Date>> = sources.into_iter().map(named).collect();
-    asked
-        .into_iter()
-        .find(|&date| !held.iter().any(|dates| holds(dates, date)))
+    let any_held = asked
+        .iter()
+        .any(|&date| held.iter().any(|dates| holds(dates, date)));
+    (!any_held).then_some(asked)
 }
 
 #[cfg(test)]
@@ -228,13 +231,25 @@ mod tests {
     }
 
     #[test]
-    fn unheld_names_the_first_date_no_source_holds() {
+    fn unheld_where_the_sources_hold_none_of_the_dates_named() {
         let question = "What did the March 2024 report and the invoice of 2023-11-02 say?";
         let report = "Annual inspection, 19 March 2024.";
         let invoice = "Invoice date: 2 November 2023.";
+        let other = "Invoice date: 3 November 2023.";
         assert_eq!(unheld(question, [report, invoice]), None);
-        assert_eq!(unheld(question, [report]), Some(day(2023, 11, 2)));
-        assert_eq!(unheld(question, [invoice]), Some(month(2024, 3)));
+        assert_eq!(
+            unheld(question, [report]),
+            None,
+            "one date held answers in part"
+        );
+        assert_eq!(
+            unheld(question, [other]),
+            Some(vec![month(2024, 3), day(2023, 11, 2)])
+        );
+        assert_eq!(
+            unheld(question, []),
+            Some(vec![month(2024, 3), day(2023, 11, 2)])
+        );
         assert_eq!(unheld("Who founded it in 1999?", [invoice]), None);
         assert_eq!(month(2024, 3).to_string(), "March 2024");
         assert_eq!(day(2023, 11, 2).to_string(), "2 November 2023");

@@ -171,7 +171,8 @@ fn an_answer_whose_sources_hold_no_date_the_question_names_is_not_found() {
     );
     assert!(answer.found);
     assert_eq!(answer.answer, "3,150 pounds");
-    // A month no cited source holds; a bare year is never checked.
+    // A month no cited source holds; a bare year is never checked; one of two dates held is
+    // enough (an answer in part).
     let answer = answer_about_invoices(
         "What was due on the March 2024 invoice?",
         "june.md",
