@@ -88,7 +88,7 @@ impl Engine {
         }
     }
 
-    /// The engine with `model` writing the answers (`walkrag serve --answer-model`).
+    /// The engine with `model` writing the answers (`walkrag serve --reader-model`).
     pub fn answering_with(mut self, model: Option<Arc<dyn ChatModel>>) -> Self {
         self.answer_model = model;
         self

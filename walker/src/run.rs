@@ -34,7 +34,7 @@ pub(crate) struct Run<'a> {
     read: Vec<ChunkId>,
     read_set: HashSet<ChunkId>,
     pub control: Control,
-    /// The model of the answer step where it is not the chat model (`--answer-model`: a
+    /// The model of the answer step where it is not the chat model (`--reader-model`: a
     /// cheap model walks, a stronger one answers).
     pub answer_model: Option<Arc<dyn ChatModel>>,
 }
@@ -405,11 +405,11 @@ impl<'a> Run<'a> {
         Ok(self.hold_to_dates(cycle, question, answered))
     }
 
-    /// `answered`, or "not found" where the question names a day or month (`the March 2024
-    /// report`, `the invoice dated 2024-06-12`) that none of the cited sources' documents
-    /// holds (the passages shown when none is cited): the answer then comes from another
-    /// report or invoice than the one asked about. A document holds a date in its title, text
-    /// or metadata (a front matter's `date:`).
+    /// `answered`, or "not found" where the question names days or months (`the March 2024
+    /// report`, `the invoice dated 2024-06-12`) and the cited sources' documents (the passages
+    /// shown when none is cited) hold none of them: the answer then comes from another report
+    /// or invoice than the one asked about. A document holds a date in its title, text or
+    /// metadata (a front matter's `date:`).
     fn hold_to_dates(&mut self, cycle: usize, question: &str, answered: Answered) -> Answered {
         if !answered.reply.found {
             return answered;
@@ -431,14 +431,19 @@ impl<'a> Run<'a> {
                 format!("{}\n{metadata}\n{}", doc.title, doc.text)
             })
             .collect();
-        let Some(date) = dates::unheld(question, documents.iter().map(String::as_str)) else {
+        let Some(dates) = dates::unheld(question, documents.iter().map(String::as_str)) else {
             return answered;
         };
+        let date = dates
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
         let answer = answered.reply.answer;
         self.note(
             cycle,
             format!(
-                "the question names {date}, which no cited source holds: \"{answer}\" is \
+                "no cited source holds {date}, which the question names: \"{answer}\" is \
                  about something else, answered \"not found\""
             ),
         );
@@ -448,8 +453,8 @@ impl<'a> Run<'a> {
                 found: false,
             },
             text: format!(
-                "Answer: not found\nExplanation: the question names {date}, and none of the \
-                 sources the answer cited holds it (their answer was \"{answer}\")."
+                "Answer: not found\nExplanation: no source the answer cited holds {date}, \
+                 which the question names (the answer written from them was \"{answer}\")."
             ),
             citations: Vec::new(),
             shown: answered.shown,

@@ -49,7 +49,7 @@ pub trait Strategy: Send + Sync {
     /// The settings, recorded in traces and eval runs.
     fn config(&self) -> serde_json::Value;
 
-    /// The model of the answer step where it is not the chat model (`--answer-model`); a
+    /// The model of the answer step where it is not the chat model (`--reader-model`); a
     /// question's [`crate::run::Run`] sends the answer step to it.
     fn answer_model(&self) -> Option<&AnswerModel> {
         None

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use walkrag_engine::Index;
-use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::graph::Graph;
 use walkrag_walker::html;
 use walkrag_walker::output::{AnswerLine, TraceFile};
@@ -65,7 +64,7 @@ use walkrag_walker::{
 ///           .jsonl records or Markdown front matter such as company or date) and
 ///           chooses documents by them (query_documents: loose text match, date ranges),
 ///           or searches passages. Each chosen document is read whole (in parts past
-///           1,200 tokens) by --reader-model, 4 at a time; what each says streams out as
+///           1,200 tokens) by --doc-reader-model, 4 at a time; what each says streams out as
 ///           it arrives, and the model answers from it with citations. At most 6
 ///           documents and 12 reader calls per question.
 ///
@@ -76,7 +75,7 @@ use walkrag_walker::{
 ///   walkrag ask "Who chairs the board, and where was she born?"
 ///   walkrag ask "What drove revenue growth?" -k 8 --model openai:gpt-4o-mini
 ///   walkrag ask "..." --json --trace trace.json
-///   walkrag ask "Northwind's 2023 revenue?" --strategy docs --reader-model local:smollm2-135m
+///   walkrag ask "Northwind's 2023 revenue?" --strategy docs --doc-reader-model local:smollm2-135m
 ///   walkrag ask "Add a pet named Rex" --strategy actions --base-url http://localhost:8080/api
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -90,9 +89,8 @@ pub struct Args {
     /// Retrieval strategy: walk, single, links, roam, toc, sections, docs, actions.
     #[arg(long, default_value = "walk")]
     strategy: String,
-    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
+    #[command(flatten)]
+    model: super::ModelArg,
     #[command(flatten)]
     strategy_flags: super::strategy_flags::StrategyFlags,
     /// Pause after each walk cycle: Enter goes on, a line of text is a hint (searched for
@@ -167,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {
             let confirm = super::actions::confirmation(&args.actions);
             let mut actions =
-                super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
+                super::actions::strategy(&index, &args.actions, args.model.spec(), confirm)?;
             if let Some(k) = flags.k {
                 actions.k = k;
             }
@@ -178,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Box::new(actions)
         }
     };
-    let model = super::load_chat_model(&args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
     let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     if args.interactive {
         control.pause_with(Box::new(ask_how_to_go_on));

@@ -12,7 +12,6 @@ use anyhow::{anyhow, bail, Context};
 use walkrag_actions::Conversation;
 use walkrag_core::chat::next;
 use walkrag_core::{ChatModel, ChatRequest, Constraint, Delta, Message, Sampling};
-use walkrag_models::DEFAULT_MODEL;
 use walkrag_walker::{by_name, Answer, AnswerModel, Event, Options, Roam, Strategy};
 
 /// Chat with a model: interactive (one line per turn, Ctrl-D to leave), or one-shot with
@@ -50,9 +49,8 @@ use walkrag_walker::{by_name, Answer, AnswerModel, Event, Options, Roam, Strateg
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Chat model.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
+    #[command(flatten)]
+    model: super::ModelArg,
     /// Ask this one question, print the answer, and exit.
     #[arg(long)]
     prompt: Option<String>,
@@ -88,11 +86,12 @@ pub struct Args {
     remote: super::query::RemoteEmbedArgs,
     /// The model that reads whole documents (--strategy docs) [default: --model].
     #[arg(long, value_name = "SPEC")]
+    doc_reader_model: Option<String>,
+    /// The model that writes the answers (--strategy but actions and roam; --answer-model
+    /// is another name for it) [default: --model where given, else local:qwen2.5-coder-1.5b
+    /// where installed, else the default --model].
+    #[arg(long, value_name = "SPEC", alias = "answer-model")]
     reader_model: Option<String>,
-    /// The model that writes the answers (--strategy but actions and roam) [default:
-    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
-    #[arg(long, value_name = "SPEC")]
-    answer_model: Option<String>,
     /// One JSON line per reply ({"type": "reply", "text", "valid"}); with --strategy, one
     /// JSON event per line, each turn ending with its answer line.
     #[arg(long)]
@@ -110,8 +109,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Roam's conversation keeps its own settings: it answers with --model.
     let answers = |s: &str| s != "roam" && super::ANSWERED_BY_ONE_MODEL.contains(&s);
-    if args.answer_model.is_some() && !args.strategy.as_deref().is_some_and(answers) {
-        bail!("--answer-model works with --strategy single, walk, links, sections, toc or docs");
+    if args.reader_model.is_some() && !args.strategy.as_deref().is_some_and(answers) {
+        bail!("--reader-model works with --strategy single, walk, links, sections, toc or docs");
     }
     match args.strategy.as_deref() {
         None => {}
@@ -122,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let shape = Shape::read(&args)?;
-    let model = super::load_chat_model(&args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
     let runtime = super::runtime()?;
     let mut messages = vec![Message::system(args.system.clone())];
     if let Some(prompt) = &args.prompt {
@@ -306,9 +305,9 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
         args.embedder.as_deref(),
         &args.remote,
     )?;
-    let model = super::load_chat_model(&args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
     let confirm = super::actions::confirmation(&args.actions);
-    let strategy = super::actions::strategy(&index, &args.actions, &args.model, confirm)?;
+    let strategy = super::actions::strategy(&index, &args.actions, args.model.spec(), confirm)?;
     let env = super::env(&index, embedder.as_ref(), model.as_ref(), false);
     let runtime = super::runtime()?;
     let mut conversation = Conversation::new();
@@ -353,15 +352,19 @@ fn run_actions(args: Args) -> anyhow::Result<ExitCode> {
 /// `--strategy NAME` (but actions): each line is a question about the index. With roam the
 /// sections opened stay open for the next one, within the strategy's token budget.
 fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
-    if args.reader_model.is_some() && name != "docs" {
-        bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+    if args.doc_reader_model.is_some() && name != "docs" {
+        bail!("--doc-reader-model works with the docs strategy (its readers read whole documents)");
     }
     let strategy: Box<dyn Strategy> = if name == "roam" {
         Box::new(Roam::conversation())
     } else {
         let options = Options {
-            reader: super::load_other_model(args.reader_model.as_deref(), &args.model, "reader")?,
-            answer_model: super::load_answer_model(args.answer_model.as_deref(), &args.model)?
+            reader: super::load_other_model(
+                args.doc_reader_model.as_deref(),
+                args.model.spec(),
+                "document reader",
+            )?,
+            answer_model: super::load_answer_model(args.reader_model.as_deref(), &args.model)?
                 .map(AnswerModel),
             ..Options::default()
         };
@@ -373,7 +376,7 @@ fn run_questions(args: Args, name: &str) -> anyhow::Result<ExitCode> {
         args.embedder.as_deref(),
         &args.remote,
     )?;
-    let model = super::load_chat_model(&args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
     let env = super::env(&index, embedder.as_ref(), model.as_ref(), false);
     let runtime = super::runtime()?;
     let documents = index.documents().len();

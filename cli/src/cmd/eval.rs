@@ -85,9 +85,8 @@ pub struct Args {
     /// Strategies to compare, comma-separated.
     #[arg(long, default_value = "single,walk", value_delimiter = ',')]
     strategies: Vec<String>,
-    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
+    #[command(flatten)]
+    model: super::ModelArg,
     #[command(flatten)]
     strategy_flags: super::strategy_flags::StrategyFlags,
     /// Only the first N questions.
@@ -168,7 +167,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store: Arc<dyn Store> = super::query::open_store(&index_dir, &args.store)?.into();
     let (index, embedder) =
         index_corpus(store, &args.corpus, args.embedder.as_deref(), &args.remote)?;
-    let model = unconstrained(super::load_chat_model(&args.model)?, args.unconstrained);
+    let model = unconstrained(
+        super::load_chat_model(args.model.spec())?,
+        args.unconstrained,
+    );
     let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     let settings = Settings {
         dataset,
@@ -272,7 +274,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         args.embedder.as_deref(),
         &args.remote,
     )?;
-    let model = super::load_chat_model(&args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
     let env = super::env(&index, embedder.as_ref(), model.as_ref(), args.exact);
     let settings = ActionSettings {
         dataset,
@@ -283,7 +285,7 @@ fn run_actions(args: &Args, spec: &Path) -> anyhow::Result<ExitCode> {
         guess: true,
         weigh: true,
         value_margin: args.value_margin,
-        pick_model: super::load_other_model(args.pick_model.as_deref(), &args.model, "pick")?,
+        pick_model: super::load_other_model(args.pick_model.as_deref(), args.model.spec(), "pick")?,
         retries: args.retries,
         traces: args.traces,
     };

@@ -75,49 +75,69 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// The strategies whose answer step `--answer-model` takes over: all but `actions`, whose
+/// `--model`: the chat model. Whether it was given decides the answer model's default
+/// ([`load_answer_model`]).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArg {
+    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL [default:
+    /// local:qwen2.5-coder-0.5b].
+    #[arg(long = "model", value_name = "SPEC")]
+    given: Option<String>,
+}
+
+impl ModelArg {
+    /// The spec given, else the default model's.
+    pub fn spec(&self) -> &str {
+        self.given
+            .as_deref()
+            .unwrap_or(walkrag_models::DEFAULT_MODEL)
+    }
+}
+
+/// The strategies whose answer step `--reader-model` takes over: all but `actions`, whose
 /// turns are not an answer from passages.
 pub const ANSWERED_BY_ONE_MODEL: [&str; 7] =
     ["walk", "single", "links", "roam", "toc", "sections", "docs"];
 
-/// The model that writes answers beside the chat model `model` (`--answer-model` of `ask`,
-/// `eval`, `chat` and `serve`), loaded: see [`answer_model_spec`]; `None` where `model`
-/// answers itself.
+/// The model that writes answers beside the chat model `model` (`--reader-model`, also
+/// called `--answer-model`, of `ask`, `eval`, `chat` and `serve`), loaded: see
+/// [`answer_model_spec`]; `None` where `model` answers itself.
 pub fn load_answer_model(
     named: Option<&str>,
-    model: &str,
+    model: &ModelArg,
 ) -> anyhow::Result<Option<Arc<dyn ChatModel>>> {
-    load_other_model(answer_model_spec(named, model).as_deref(), model, "answer")
+    let spec = answer_model_spec(named, model);
+    load_other_model(spec.as_deref(), model.spec(), "answer")
 }
 
-/// The answer model's spec: `named`, else
+/// The answer model's spec: `named`; else none where `--model` was given (it answers, as
+/// the command-line contract says); else
 /// [`DEFAULT_ANSWER_MODEL`](walkrag_models::DEFAULT_ANSWER_MODEL) beside the default chat
-/// model where it is installed, else none (`model` answers; a warning says how to install
-/// the better reader).
-fn answer_model_spec(named: Option<&str>, model: &str) -> Option<String> {
-    use walkrag_models::{DEFAULT_ANSWER_MODEL, DEFAULT_MODEL};
-    match named {
-        Some(spec) => Some(spec.to_string()),
-        None if model == DEFAULT_MODEL => {
-            let name = DEFAULT_ANSWER_MODEL.trim_start_matches("local:");
-            let installed = walkrag_core::Catalog::builtin()
-                .get(name)
-                .is_some_and(|m| m.main_path().is_file());
-            if installed {
-                Some(DEFAULT_ANSWER_MODEL.to_string())
-            } else {
-                tracing::warn!(
-                    "{name} is not installed, so {model} writes the answers too; \
-                     scripts/fetch-models.sh {name} installs the better reader"
-                );
-                None
-            }
-        }
-        None => None,
+/// model where it is installed, else none (a warning says how to install the better
+/// reader).
+fn answer_model_spec(named: Option<&str>, model: &ModelArg) -> Option<String> {
+    use walkrag_models::DEFAULT_ANSWER_MODEL;
+    let model = match (named, &model.given) {
+        (Some(spec), _) => return Some(spec.to_string()),
+        (None, Some(_)) => return None,
+        (None, None) => model.spec(),
+    };
+    let name = DEFAULT_ANSWER_MODEL.trim_start_matches("local:");
+    let installed = walkrag_core::Catalog::builtin()
+        .get(name)
+        .is_some_and(|m| m.main_path().is_file());
+    if installed {
+        Some(DEFAULT_ANSWER_MODEL.to_string())
+    } else {
+        tracing::warn!(
+            "{name} is not installed, so {model} writes the answers too; \
+             scripts/fetch-models.sh {name} installs the better reader"
+        );
+        None
     }
 }
 
-/// A model for one `role` beside the chat model `model` (`--reader-model` for `docs`,
+/// A model for one `role` beside the chat model `model` (`--doc-reader-model` for `docs`,
 /// `--pick-model` for `actions`): `None` without one or when it names the chat model itself
 /// (loaded once, it does both).
 pub fn load_other_model(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use walkrag_engine::Store;
-use walkrag_models::{ModelSpec, DEFAULT_MODEL};
+use walkrag_models::ModelSpec;
 use walkrag_serve::{Config, Engine};
 use walkrag_walker::SearchParams;
 
@@ -84,13 +84,13 @@ struct EngineArgs {
     index: PathBuf,
     #[command(flatten)]
     store: super::query::StoreArg,
-    /// Chat model: local:NAME, local:PATH.gguf or openai:MODEL.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
-    /// The model that writes the answers: --model walks, picks and reads [default:
-    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
-    #[arg(long, value_name = "SPEC")]
-    answer_model: Option<String>,
+    #[command(flatten)]
+    model: super::ModelArg,
+    /// The model that writes the answers: --model walks, picks and reads (--answer-model is
+    /// another name for it) [default: --model where given, else local:qwen2.5-coder-1.5b
+    /// where installed, else the default --model].
+    #[arg(long, value_name = "SPEC", alias = "answer-model")]
+    reader_model: Option<String>,
     /// Embedding model [default: the one the index was built with].
     #[arg(long)]
     embedder: Option<String>,
@@ -102,7 +102,10 @@ struct EngineArgs {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let remote = matches!(ModelSpec::parse(&args.engine.model)?, ModelSpec::OpenAi(_));
+    let remote = matches!(
+        ModelSpec::parse(args.engine.model.spec())?,
+        ModelSpec::OpenAi(_)
+    );
     let config = Config {
         token: args.token,
         cors: args.cors,
@@ -179,8 +182,8 @@ fn load(args: &EngineArgs) -> anyhow::Result<Arc<Engine>> {
     let generation = store.generation()?;
     let index = store.clone().load()?;
     let embedder = super::query::embedder_for(&index, args.embedder.as_deref(), &args.remote)?;
-    let model = super::load_chat_model(&args.model)?;
-    let answer_model = super::load_answer_model(args.answer_model.as_deref(), &args.model)?;
+    let model = super::load_chat_model(args.model.spec())?;
+    let answer_model = super::load_answer_model(args.reader_model.as_deref(), &args.model)?;
     let search = SearchParams {
         ef_search: None,
         exact: args.exact,

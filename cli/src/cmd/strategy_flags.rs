@@ -14,13 +14,14 @@ pub struct StrategyFlags {
     /// The model that reads whole documents for --strategy docs (a cheaper one: the
     /// documents are many, the answer is one) [default: --model].
     #[arg(long, value_name = "SPEC")]
+    pub doc_reader_model: Option<String>,
+    /// The model that writes the final answer (every strategy but actions; --answer-model is
+    /// another name for it): a cheap --model walks, picks or reads, a stronger one answers
+    /// from what it found; a smaller one saves time where only recall is measured
+    /// (docs/results/ranking-dev) [default: --model where given, else
+    /// local:qwen2.5-coder-1.5b where installed, else the default --model].
+    #[arg(long, value_name = "SPEC", alias = "answer-model")]
     pub reader_model: Option<String>,
-    /// The model that writes the answer (every strategy but actions): a cheap --model walks,
-    /// picks or reads, a stronger one answers from what it found; a smaller one saves time
-    /// where only recall is measured (docs/results/ranking-dev) [default:
-    /// local:qwen2.5-coder-1.5b with the default --model, else --model].
-    #[arg(long, value_name = "SPEC")]
-    pub answer_model: Option<String>,
     /// Chunks retrieved per search [default: the strategy's, 5 for single].
     #[arg(short)]
     pub k: Option<usize>,
@@ -57,11 +58,11 @@ impl StrategyFlags {
             self.max_cycles != Some(0),
             "--max-cycles must be at least 1"
         );
-        if self.reader_model.is_some() && !runs("docs") {
-            bail!("--reader-model works with the docs strategy (its reader reads whole documents)");
+        if self.doc_reader_model.is_some() && !runs("docs") {
+            bail!("--doc-reader-model works with the docs strategy (its readers read whole documents)");
         }
-        if self.answer_model.is_some() && !ANSWERED_BY_ONE_MODEL.into_iter().any(&runs) {
-            bail!("--answer-model works with every strategy but actions (it writes the answer from passages)");
+        if self.reader_model.is_some() && !ANSWERED_BY_ONE_MODEL.into_iter().any(&runs) {
+            bail!("--reader-model works with every strategy but actions (it writes the answer from passages)");
         }
         if self.names.is_some() && !runs("links") && !runs("walk") {
             bail!("--names works with the links and walk strategies (their hops search the names)");
@@ -84,13 +85,17 @@ impl StrategyFlags {
     /// each other model is loaded and passed through `wrap`.
     pub fn options(
         &self,
-        model: &str,
+        model: &super::ModelArg,
         runs: impl Fn(&str) -> bool,
         wrap: impl Fn(Arc<dyn ChatModel>) -> Arc<dyn ChatModel>,
     ) -> anyhow::Result<Options> {
-        let reader = super::load_other_model(self.reader_model.as_deref(), model, "reader")?;
+        let reader = super::load_other_model(
+            self.doc_reader_model.as_deref(),
+            model.spec(),
+            "document reader",
+        )?;
         let answer = if ANSWERED_BY_ONE_MODEL.into_iter().any(runs) {
-            super::load_answer_model(self.answer_model.as_deref(), model)?
+            super::load_answer_model(self.reader_model.as_deref(), model)?
         } else {
             None
         };

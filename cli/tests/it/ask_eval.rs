@@ -28,8 +28,9 @@ fn assert_refused(out: &Output, message: &str) {
     assert!(stderr(out).contains(message), "{}", stderr(out));
 }
 
-/// With the default --model and the default answer model (the 1.5B) not installed, the 0.5B
-/// writes the answer too and a warning says how to install the better reader. A models
+/// With no --model and the default answer model (the 1.5B) not installed, the 0.5B writes
+/// the answer too and a warning says how to install the better reader; with --model given,
+/// that model answers (the command-line contract's default) and nothing is said. A models
 /// directory holding only MiniLM and the 0.5B makes this the same on every machine.
 #[test]
 fn the_default_model_answers_itself_where_the_answer_model_is_not_installed() {
@@ -54,23 +55,29 @@ fn the_default_model_answers_itself_where_the_answer_model_is_not_installed() {
     };
     let out = run(&["index", "corpus.jsonl"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = run(&[
+    let ask = [
         "ask",
         "Who is the mayor of Velmora?",
         "--strategy",
         "single",
         "-k",
         "1",
-    ]);
+    ];
+    let out = run(&ask);
     let code = out.status.code().unwrap();
     assert!(code == 0 || code == 1, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(
-            "qwen2.5-coder-1.5b is not installed, so local:qwen2.5-coder-0.5b writes the answers too"
-        ),
-        "{}",
-        stderr(&out)
-    );
+    let warning =
+        "qwen2.5-coder-1.5b is not installed, so local:qwen2.5-coder-0.5b writes the answers too";
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+
+    let mut given = ask.to_vec();
+    given.extend(["--model", "local:qwen2.5-coder-0.5b", "--json"]);
+    let out = run(&given);
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not installed"), "{}", stderr(&out));
+    let answer: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(answer["type"], "answer", "{answer}");
 }
 
 #[test]
@@ -238,20 +245,28 @@ fn ask_streams_events_and_writes_the_trace() {
         "--leads 0 leaves the sections strategy nothing to read",
     );
 
-    // chat's --answer-model needs a strategy whose answer is written from passages.
+    // chat's --reader-model (also called --answer-model) needs a strategy whose answer is
+    // written from passages.
+    for flag in ["--reader-model", "--answer-model"] {
+        let chat = ["chat", "--prompt", "x", flag, MODEL, "--model", MODEL];
+        let out = walkrag(dir, &chat);
+        assert_refused(&out, "--reader-model works with --strategy");
+    }
+    // The docs strategy's document readers are its own.
     let out = walkrag(
         dir,
         &[
-            "chat",
-            "--prompt",
+            "ask",
             "x",
-            "--answer-model",
+            "--strategy",
+            "single",
+            "--doc-reader-model",
             MODEL,
             "--model",
             MODEL,
         ],
     );
-    assert_refused(&out, "--answer-model works with --strategy");
+    assert_refused(&out, "--doc-reader-model works with the docs strategy");
 
     // An unknown strategy is refused with the list of those there are.
     let out = walkrag(dir, &["ask", "x", "--strategy", "bogus", "--model", MODEL]);
@@ -375,10 +390,9 @@ fn eval_writes_results_summary_report_and_resumes() {
         .count();
     assert_eq!(n, 3);
 
-    // Another model answering, in the same directory, is refused. (Not another --model: the
-    // default one brings the 1.5B as its answer model, which the tests do not fetch.)
+    // Another model answering, in the same directory, is refused.
     let mut other = args.to_vec();
-    other.extend(["--answer-model", "local:qwen2.5-coder-0.5b"]);
+    other.extend(["--reader-model", "local:qwen2.5-coder-0.5b"]);
     let out = walkrag(dir, &other);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--restart"), "{}", stderr(&out));
