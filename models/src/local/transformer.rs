@@ -338,6 +338,9 @@ pub struct State {
     /// Per layer, `capacity × kv_dim` keys and values.
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
+    /// Per layer where attention is tiled, the keys again, transposed: position `j`'s value
+    /// `d` at `[d * capacity + j]` (`capacity` a multiple of [`attention::KEY_BLOCK`]).
+    keys_t: Vec<Vec<f32>>,
     x: Vec<f32>,
     xn: Vec<f32>,
     tmp: Vec<f32>,
@@ -347,6 +350,8 @@ pub struct State {
     acts: Q8Acts,
     /// Attention scores, `capacity` per thread and query head of a key/value group.
     scores: Vec<f32>,
+    /// Each thread's scores in tiled attention.
+    tile_scores: Vec<f32>,
     cos: Vec<f32>,
     sin: Vec<f32>,
 }
@@ -365,20 +370,111 @@ impl State {
         self.len
     }
 
-    fn reserve(&mut self, c: &Config, positions: usize, threads: usize) {
-        if positions <= self.capacity && self.keys.len() == c.layers {
+    /// Room for `positions`; with `transposed`, the transposed keys too (their first `len`
+    /// positions moved to the new stride).
+    fn reserve(&mut self, c: &Config, positions: usize, threads: usize, transposed: bool) {
+        let kv_dim = c.kv_dim();
+        let missing = transposed && self.keys_t.len() != c.layers;
+        if positions <= self.capacity && self.keys.len() == c.layers && !missing {
             return;
         }
-        let capacity = positions.max(2 * self.capacity).max(256);
+        let capacity = if positions <= self.capacity {
+            self.capacity
+        } else {
+            positions.max(2 * self.capacity).max(256)
+        }
+        .next_multiple_of(attention::KEY_BLOCK);
         self.keys.resize_with(c.layers, Vec::new);
         self.values.resize_with(c.layers, Vec::new);
         for cache in self.keys.iter_mut().chain(self.values.iter_mut()) {
-            cache.resize(capacity * c.kv_dim(), 0.0);
+            cache.resize(capacity * kv_dim, 0.0);
+        }
+        if transposed {
+            let (old, len) = (self.capacity, self.len);
+            self.keys_t.resize_with(c.layers, Vec::new);
+            for (keys_t, keys) in self.keys_t.iter_mut().zip(&self.keys) {
+                let mut moved = vec![0.0; kv_dim * capacity];
+                for (d, row) in moved.chunks_exact_mut(capacity).enumerate() {
+                    if keys_t.is_empty() {
+                        for (j, v) in row[..len].iter_mut().enumerate() {
+                            *v = keys[j * kv_dim + d];
+                        }
+                    } else {
+                        row[..len].copy_from_slice(&keys_t[d * old..][..len]);
+                    }
+                }
+                *keys_t = moved;
+            }
         }
         self.scores
             .resize(capacity * threads * (c.heads / c.kv_heads), 0.0);
         self.capacity = capacity;
     }
+
+    /// Layer `li`'s transposed keys of positions `from..to`, from its keys.
+    fn transpose_keys(&mut self, li: usize, kv_dim: usize, from: usize, to: usize) {
+        let (keys, keys_t, cap) = (&self.keys[li], &mut self.keys_t[li], self.capacity);
+        for (d, row) in keys_t.chunks_exact_mut(cap).enumerate() {
+            for (j, v) in row[from..to].iter_mut().enumerate() {
+                *v = keys[(from + j) * kv_dim + d];
+            }
+        }
+    }
+}
+
+/// Layer `li`'s attention for the `t_n` tokens from `pos` in tiles, each (token block,
+/// key/value head) one, dealt round-robin, against the transposed keys. Every token's
+/// attention is computed alike whether it comes alone or among others, so a prompt gives
+/// the same logits whatever part of it the cache already held.
+fn attend_tiles(
+    s: &mut State,
+    li: usize,
+    pool: &Pool,
+    c: &Config,
+    pos: usize,
+    t_n: usize,
+    cpu: Cpu,
+) {
+    use attention::{Tile, KEY_BLOCK, TOKEN_BLOCK};
+    let (hd, q_dim, kv_dim) = (c.head_dim, c.q_dim(), c.kv_dim());
+    let (qkv_dim, group) = (q_dim + 2 * kv_dim, c.heads / c.kv_heads);
+    let (cap, n) = (s.capacity, pool.threads());
+    let per_thread = TOKEN_BLOCK * group * (pos + t_n).next_multiple_of(KEY_BLOCK);
+    s.tile_scores.resize(per_thread * n, 0.0);
+    let (values, qkv, keys_t) = (&s.values[li], &s.qkv, &s.keys_t[li]);
+    let att = SyncPtr(s.att.as_mut_ptr());
+    let scores = SyncPtr(s.tile_scores.as_mut_ptr());
+    let blocks = t_n.div_ceil(TOKEN_BLOCK);
+    let scale = 1.0 / (hd as f32).sqrt();
+    pool.run(&|i| {
+        // SAFETY: each thread has its own `per_thread` scores.
+        let scores =
+            unsafe { std::slice::from_raw_parts_mut(scores.get().add(i * per_thread), per_thread) };
+        for item in (i..blocks * c.kv_heads).step_by(n) {
+            let (b, g) = (item / c.kv_heads, item % c.kv_heads);
+            let t0 = b * TOKEN_BLOCK;
+            let tile = Tile {
+                q: &qkv[t0 * qkv_dim + g * group * hd..],
+                q_stride: qkv_dim,
+                tokens: TOKEN_BLOCK.min(t_n - t0),
+                first: pos + t0,
+                kt: &keys_t[g * hd * cap..(g + 1) * hd * cap],
+                kt_stride: cap,
+                values,
+                stride: kv_dim,
+                offset: g * hd,
+                head_dim: hd,
+                group,
+                scale,
+            };
+            // SAFETY: the kernels tile (checked by the caller); block b's heads of group g are
+            // this thread's item alone.
+            unsafe {
+                let out = att.get().add(t0 * q_dim + g * group * hd);
+                attention::attend_tile(cpu, &tile, scores, out, q_dim);
+            }
+        }
+    });
 }
 
 /// `out = x / rms(x) * weight`.
@@ -474,7 +570,8 @@ impl Model {
     /// Makes `state` hold `saved` and nothing after it: the next pass may start at
     /// `saved.len()`.
     pub fn restore(&self, state: &mut State, saved: &Saved, threads: usize) {
-        state.reserve(&self.config, saved.len, threads);
+        let transposed = attention::tiles(self.cpu, self.config.head_dim);
+        state.reserve(&self.config, saved.len, threads, transposed);
         let n = saved.len * self.config.kv_dim();
         for (cache, part) in state
             .keys
@@ -483,6 +580,11 @@ impl Model {
             .chain(state.values.iter_mut().zip(&saved.values))
         {
             cache[..n].copy_from_slice(part);
+        }
+        if transposed {
+            for li in 0..self.config.layers {
+                state.transpose_keys(li, self.config.kv_dim(), 0, saved.len);
+            }
         }
         state.len = saved.len;
     }
@@ -503,7 +605,8 @@ impl Model {
         let qkv_dim = q_dim + 2 * kv_dim;
         assert!(pos <= state.len, "position {pos} is past the cache");
         state.len = pos;
-        state.reserve(c, pos + t_n, pool.threads());
+        let tiled = attention::tiles(self.cpu, hd);
+        state.reserve(c, pos + t_n, pool.threads(), tiled);
         let s = state;
         s.x.resize(t_n * dim, 0.0);
         s.xn.resize(t_n * dim, 0.0);
@@ -567,9 +670,12 @@ impl Model {
                 keys[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim..q_dim + kv_dim]);
                 values[p * kv_dim..(p + 1) * kv_dim].copy_from_slice(&row[q_dim + kv_dim..]);
             }
-            // Attention, one (token, key/value head) at a time, dealt round-robin to balance
-            // the causal mask's uneven work.
-            {
+            if tiled {
+                s.transpose_keys(li, kv_dim, pos, pos + t_n);
+                attend_tiles(s, li, pool, c, pos, t_n, cpu);
+            } else {
+                // Attention, one (token, key/value head) at a time, dealt round-robin to
+                // balance the causal mask's uneven work.
                 let (keys, values, qkv) = (&s.keys[li], &s.values[li], &s.qkv);
                 let att = SyncPtr(s.att.as_mut_ptr());
                 let scores = SyncPtr(s.scores.as_mut_ptr());

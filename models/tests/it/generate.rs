@@ -32,9 +32,12 @@ fn greedy_ids(name: &str, system: &str, user: &str, n: usize) -> (Vec<u32>, Stri
 
 /// The largest logit gap at which two implementations of one quantized model may still pick
 /// different tokens: llama.cpp keeps its KV cache in f16 and rounds queries to f16, we stay
-/// in f32, so near-ties can fall either way. A real bug (rope, norms, weights layout) shows as
-/// divergence with a wide gap, or from the first tokens on every prompt.
-const NEAR_TIE: f32 = 0.25;
+/// in f32, so near-ties can fall either way. Our own kernel paths (scalar, AVX2, AVX-512,
+/// tiled attention), whose sums agree to 1e-6 before each int8 rounding of the activations,
+/// end up to 0.86 apart in a SmolLM2-135M logit (mean 0.10–0.18) on these prompts: a
+/// rounding flipped in one layer grows through the next. A real bug (rope, norms, weights
+/// layout) shows as divergence with a wide gap, or from the first tokens on every prompt.
+const NEAR_TIE: f32 = 0.5;
 
 /// `llama-simple` prints a newline after the continuation; the golden ids include it.
 const NEWLINE: u32 = 198;
