@@ -126,17 +126,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let addr = listener
             .local_addr()
             .context("cannot read the bound address")?;
+        // Listened for before "listening" is printed: a signal that comes after it is never
+        // lost, nor left to a disposition the server inherited (a shell's background jobs
+        // start with SIGINT ignored).
+        let mut signals = StopSignals::listen()?;
         eprintln!("walkrag serve: listening on http://{addr} (Ctrl-C or SIGTERM stops)");
         let drain = config.drain;
         let shutdown = async move {
-            let signal = stop_signal().await;
+            let signal = signals.next().await;
             eprintln!(
                 "walkrag serve: {signal}: stopping; running questions get {} s to finish \
                  (another signal quits at once)",
                 drain.as_secs()
             );
-            tokio::spawn(async {
-                stop_signal().await;
+            tokio::spawn(async move {
+                signals.next().await;
                 std::process::exit(130);
             });
         };
@@ -149,28 +153,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Waits for SIGINT (Ctrl-C) or SIGTERM (how systemd, Docker and Kubernetes stop a service)
-/// and names the one that came.
-async fn stop_signal() -> &'static str {
+/// SIGINT (Ctrl-C) and SIGTERM (how systemd, Docker and Kubernetes stop a service), listened
+/// for from [`StopSignals::listen`] on.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Starts listening (inside the runtime).
+    fn listen() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+                terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Waits for the next signal and names it.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }
 
