@@ -2,6 +2,7 @@
 //! (greedy), through the binary. SmolLM2 is too small to answer well; these tests check the
 //! contract (events, answer line, trace, files written, resuming), not accuracy.
 
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
@@ -26,6 +27,15 @@ const QUESTIONS: &str = r#"{"id": "q1", "question": "Who is the mayor of Velmora
 fn assert_refused(out: &Output, message: &str) {
     assert!(!out.status.success());
     assert!(stderr(out).contains(message), "{}", stderr(out));
+}
+
+/// `ask x --strategy STRATEGY FLAGS --model MODEL` in `dir` failed and said `message`.
+#[track_caller]
+fn assert_ask_refused(dir: &Path, strategy: &str, flags: &[&str], message: &str) {
+    let mut args = vec!["ask", "x", "--strategy", strategy];
+    args.extend(flags);
+    args.extend(["--model", MODEL]);
+    assert_refused(&walkrag(dir, &args), message);
 }
 
 /// With no --model and the default answer model (the 1.5B) not installed, the 0.5B writes
@@ -212,36 +222,13 @@ fn ask_streams_events_and_writes_the_trace() {
         "{events}"
     );
     assert!(events.contains("new facts remembered"), "{events}");
-    let out = walkrag(
-        dir,
-        &[
-            "ask",
-            "x",
-            "--strategy",
-            "single",
-            "--memory",
-            "--model",
-            MODEL,
-        ],
-    );
-    assert_refused(&out, "--memory works with the walk");
+    assert_ask_refused(dir, "single", &["--memory"], "--memory works with the walk");
 
     // sections reads the leads: it needs some.
-    let out = walkrag(
+    assert_ask_refused(
         dir,
-        &[
-            "ask",
-            "x",
-            "--strategy",
-            "sections",
-            "--leads",
-            "0",
-            "--model",
-            MODEL,
-        ],
-    );
-    assert_refused(
-        &out,
+        "sections",
+        &["--leads", "0"],
         "--leads 0 leaves the sections strategy nothing to read",
     );
 
@@ -253,20 +240,12 @@ fn ask_streams_events_and_writes_the_trace() {
         assert_refused(&out, "--reader-model works with --strategy");
     }
     // The docs strategy's document readers are its own.
-    let out = walkrag(
+    assert_ask_refused(
         dir,
-        &[
-            "ask",
-            "x",
-            "--strategy",
-            "single",
-            "--doc-reader-model",
-            MODEL,
-            "--model",
-            MODEL,
-        ],
+        "single",
+        &["--doc-reader-model", MODEL],
+        "--doc-reader-model works with the docs strategy",
     );
-    assert_refused(&out, "--doc-reader-model works with the docs strategy");
 
     // An unknown strategy is refused with the list of those there are.
     let out = walkrag(dir, &["ask", "x", "--strategy", "bogus", "--model", MODEL]);
