@@ -1,6 +1,7 @@
 //! What every strategy does along the way: retrieving, calling the model, answering, and
 //! recording all of it in the trace and the event stream.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -420,18 +421,23 @@ impl<'a> Run<'a> {
         } else {
             &answered.citations
         };
+        // Each cited document once, read in place (its text is not copied), and only where
+        // the question names a date.
         let mut seen = HashSet::new();
-        let documents: Vec<String> = cited
+        let sources = cited
             .iter()
             .filter_map(|&id| index.row_of(id))
             .map(|row| index.chunk(row).doc)
             .filter(|doc| seen.insert(&doc.id))
-            .map(|doc| {
-                let metadata = serde_json::Value::Object(doc.metadata.clone());
-                format!("{}\n{metadata}\n{}", doc.title, doc.text)
-            })
-            .collect();
-        let Some(dates) = dates::unheld(question, documents.iter().map(String::as_str)) else {
+            .flat_map(|doc| {
+                let metadata = serde_json::to_string(&doc.metadata).unwrap_or_default();
+                [
+                    Cow::Borrowed(doc.title.as_str()),
+                    Cow::Owned(metadata),
+                    Cow::Borrowed(doc.text.as_str()),
+                ]
+            });
+        let Some(dates) = dates::unheld(question, sources) else {
             return answered;
         };
         let date = dates

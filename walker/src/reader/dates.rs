@@ -167,16 +167,20 @@ pub fn holds(text_dates: &[Date], date: Date) -> bool {
 }
 
 /// The days and months `question` names, where `sources` hold none of them; `None` where
-/// it names none or a source holds one.
-pub fn unheld<'a>(question: &str, sources: impl IntoIterator<Item = &'a str>) -> Option<Vec<Date>> {
+/// it names none (then `sources` are not read) or a source holds one.
+pub fn unheld<S: AsRef<str>>(
+    question: &str,
+    sources: impl IntoIterator<Item = S>,
+) -> Option<Vec<Date>> {
     let asked = named(question);
     if asked.is_empty() {
         return None;
     }
-    let held: Vec<Vec<Date>> = sources.into_iter().map(named).collect();
-    let any_held = asked
-        .iter()
-        .any(|&date| held.iter().any(|dates| holds(dates, date)));
+    let held: Vec<Date> = sources
+        .into_iter()
+        .flat_map(|source| named(source.as_ref()))
+        .collect();
+    let any_held = asked.iter().any(|&date| holds(&held, date));
     (!any_held).then_some(asked)
 }
 
@@ -247,7 +251,7 @@ mod tests {
             Some(vec![month(2024, 3), day(2023, 11, 2)])
         );
         assert_eq!(
-            unheld(question, []),
+            unheld(question, [""; 0]),
             Some(vec![month(2024, 3), day(2023, 11, 2)])
         );
         assert_eq!(unheld("Who founded it in 1999?", [invoice]), None);
