@@ -371,7 +371,7 @@ impl State {
     }
 
     /// Room for `positions`; with `transposed`, the transposed keys too (their first `len`
-    /// positions moved to the new stride).
+    /// positions written again at the new stride).
     fn reserve(&mut self, c: &Config, positions: usize, threads: usize, transposed: bool) {
         let kv_dim = c.kv_dim();
         let missing = transposed && self.keys_t.len() != c.layers;
@@ -389,26 +389,17 @@ impl State {
         for cache in self.keys.iter_mut().chain(self.values.iter_mut()) {
             cache.resize(capacity * kv_dim, 0.0);
         }
-        if transposed {
-            let (old, len) = (self.capacity, self.len);
-            self.keys_t.resize_with(c.layers, Vec::new);
-            for (keys_t, keys) in self.keys_t.iter_mut().zip(&self.keys) {
-                let mut moved = vec![0.0; kv_dim * capacity];
-                for (d, row) in moved.chunks_exact_mut(capacity).enumerate() {
-                    if keys_t.is_empty() {
-                        for (j, v) in row[..len].iter_mut().enumerate() {
-                            *v = keys[j * kv_dim + d];
-                        }
-                    } else {
-                        row[..len].copy_from_slice(&keys_t[d * old..][..len]);
-                    }
-                }
-                *keys_t = moved;
-            }
-        }
         self.scores
             .resize(capacity * threads * (c.heads / c.kv_heads), 0.0);
         self.capacity = capacity;
+        if transposed {
+            // At the new stride, written again from the keys of the positions held.
+            self.keys_t.resize_with(c.layers, Vec::new);
+            for li in 0..c.layers {
+                self.keys_t[li] = vec![0.0; kv_dim * capacity];
+                self.transpose_keys(li, kv_dim, 0, self.len);
+            }
+        }
     }
 
     /// Layer `li`'s transposed keys of positions `from..to`, from its keys.
