@@ -187,6 +187,59 @@ fn an_answer_whose_sources_hold_no_date_the_question_names_is_not_found() {
     assert_eq!(answer.answer, "3,150 pounds");
 }
 
+/// `Single`'s answer to a yes/no question where the model writes `written` and weighs
+/// "Answer: yes" `yes` nats and "Answer: no" 0.
+fn yes_no_answer(written: &str, yes: f32) -> walkrag_walker::Answer {
+    let t = test_index();
+    let model = ScriptedChatModel::new(vec![Turn::Reply(format!("Answer: {written}\nSources:"))])
+        .with_scores(move |item| {
+            if item.continuation.ends_with("yes") {
+                yes
+            } else {
+                0.0
+            }
+        });
+    let question = "Were Ilsa Brandt and the mayor of Velmora both born in Kessel?";
+    let answer = block_on(Single::default().run(question, env(&t.index, &model), &mut |_| {}));
+    let answer = answer.unwrap();
+    let scored = model.scored.lock().unwrap();
+    if written == "yes" {
+        // Both answers weighed after the very prompt the answer was written after.
+        let requests = model.requests.lock().unwrap();
+        let continuations: Vec<&str> = scored.iter().map(|i| i.continuation.as_str()).collect();
+        assert_eq!(continuations, ["Answer: yes", "Answer: no"]);
+        assert!(scored.iter().all(|i| i.messages == requests[0].messages));
+    } else {
+        assert!(scored.is_empty(), "only a written yes is weighed");
+    }
+    answer
+}
+
+#[test]
+fn a_yes_stands_only_where_the_model_finds_it_clearly_likelier_than_no() {
+    let answer = yes_no_answer("yes", 2.5);
+    assert_eq!((answer.answer.as_str(), answer.found), ("yes", true));
+
+    let answer = yes_no_answer("yes", 0.4);
+    assert_eq!((answer.answer.as_str(), answer.found), ("no", true));
+    assert!(
+        answer.text.starts_with("Answer: no\nSources:"),
+        "{}",
+        answer.text
+    );
+    assert!(answer.trace.steps.iter().any(|s| matches!(
+        s,
+        Step::Note { message, .. } if message.contains("0.40 nats") && message.contains("answered \"no\"")
+    )));
+    assert!(answer
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Score(_))));
+
+    assert_eq!(yes_no_answer("no", 5.0).answer, "no");
+}
+
 #[test]
 fn passages_are_dropped_from_the_end_until_the_prompt_fits() {
     const ROOM: usize = 480;
