@@ -64,6 +64,11 @@ pub struct Args {
     /// How many of the file's tokens the perplexity reads.
     #[arg(long, default_value_t = 1024)]
     perplexity_tokens: usize,
+    /// Tokens run per pass while measuring perplexity: 1 runs the text token by token, the
+    /// way generation does (a model may read some weights another way then), more as a
+    /// prompt is run.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    perplexity_window: u32,
 }
 
 /// One way of answering the chat prompt, over the timed runs (medians).
@@ -119,12 +124,11 @@ struct Report {
 struct Perplexity {
     file: String,
     tokens: usize,
+    /// Tokens run per pass.
+    window: usize,
     perplexity: f64,
     seconds: f64,
 }
-
-/// Tokens run per pass when measuring perplexity (rows of logits held at once).
-const PERPLEXITY_WINDOW: usize = 128;
 
 /// CPU seconds (user and system) of this process so far, all threads, from
 /// `/proc/self/stat`; `None` where that cannot be read.
@@ -208,6 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &mut session,
             path,
             args.perplexity_tokens,
+            args.perplexity_window as usize,
         )?),
         None => None,
     };
@@ -249,8 +254,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(p) = &report.perplexity {
             println!(
-                "perplexity      {:.4} ({} tokens of {}, {:.1} s)",
-                p.perplexity, p.tokens, p.file, p.seconds
+                "perplexity      {:.4} ({} tokens of {}, {} a pass, {:.1} s)",
+                p.perplexity, p.tokens, p.file, p.window, p.seconds
             );
         }
         println!("kernels         {}", report.cpu);
@@ -280,6 +285,7 @@ fn perplexity(
     session: &mut walkrag_models::local::Session<'_>,
     path: &std::path::Path,
     tokens: usize,
+    window: usize,
 ) -> anyhow::Result<Perplexity> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
@@ -294,10 +300,11 @@ fn perplexity(
         path.display()
     );
     eprintln!("perplexity on {} tokens ...", ids.len());
-    let (perplexity, seconds, _) = timed(|| Ok(session.perplexity(&ids, PERPLEXITY_WINDOW)?))?;
+    let (perplexity, seconds, _) = timed(|| Ok(session.perplexity(&ids, window)?))?;
     Ok(Perplexity {
         file: path.display().to_string(),
         tokens: ids.len(),
+        window,
         perplexity,
         seconds,
     })

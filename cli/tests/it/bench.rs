@@ -42,6 +42,20 @@ fn bench_llm_reports_cores_busy_and_perplexity() {
     let again = walkrag(dir.path(), &args);
     let again: serde_json::Value = serde_json::from_str(stdout(&again).trim()).unwrap();
     assert_eq!(again["perplexity"]["perplexity"], perplexity["perplexity"]);
+    assert_eq!(perplexity["window"], 128);
+
+    // Token by token, as generation runs: the same model, within rounding.
+    let mut stepwise = args.to_vec();
+    stepwise.extend(["--perplexity-window", "1"]);
+    let out = walkrag(dir.path(), &stepwise);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stepwise: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(stepwise["perplexity"]["window"], 1);
+    let one = stepwise["perplexity"]["perplexity"].as_f64().unwrap();
+    assert!(
+        (one - value).abs() < 0.01 * value,
+        "{one} token by token, {value} in windows"
+    );
 
     // A file too short to predict anything is an error, not a number.
     std::fs::write(dir.path().join("short.md"), "Hi").unwrap();

@@ -90,13 +90,38 @@ impl Config {
 struct Layer {
     attn_norm: Vec<f32>,
     /// Query, key and value projections stacked: `q_dim + 2 kv_dim` rows.
-    qkv: QMatrix,
+    qkv: Linear,
     qkv_bias: Option<Vec<f32>>,
-    out: QMatrix,
+    out: Linear,
     ffn_norm: Vec<f32>,
     /// Gate and up projections stacked: `2 ffn_dim` rows.
-    gate_up: QMatrix,
-    down: QMatrix,
+    gate_up: Linear,
+    down: Linear,
+}
+
+/// A projection's weights in the layouts its passes read. Prompts and scoring run many tokens
+/// through each weight they load, so they read Q8_0 (the fastest integer product); a generated
+/// token reads every weight once for itself, so its pass is bound by the bytes read, and reads
+/// the file's Q4_K at 4 bits where there is one (Q6_K is still read as Q8_0). The two
+/// roundings differ slightly, so a token's logits alone and in a batch differ by about what
+/// the two kernels' orders do.
+struct Linear {
+    many: QMatrix,
+    one: Option<QMatrix>,
+}
+
+impl Linear {
+    /// The matrix a pass of `tokens` tokens reads.
+    fn for_tokens(&self, tokens: usize) -> &QMatrix {
+        match &self.one {
+            Some(one) if tokens == 1 => one,
+            _ => &self.many,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.many.bytes() + self.one.as_ref().map_or(0, QMatrix::bytes)
+    }
 }
 
 pub struct Model {
@@ -109,11 +134,6 @@ pub struct Model {
     /// `None`: the output projection is the embedding table (tied).
     lm_head: Option<QMatrix>,
 }
-
-/// Whether Q4_K matrices stay at 4 bits (f32 scale and offset per 32 values) instead of
-/// becoming Q8_0. Off: measured on the 1.5B, generation +13–40% but prompt processing −6–10%,
-/// and walkrag's calls mostly read (docs/benchmarks.md, "Local chat models").
-const KEEP_Q4_K: bool = false;
 
 /// Reads tensors from a GGUF file.
 pub struct Tensors<'a> {
@@ -215,7 +235,6 @@ impl Tensors<'_> {
             }
             let part = match dtypes[0] {
                 GgmlDType::Q5_0 if same => self.raw(name, QK, Q5_0_BYTES)?,
-                GgmlDType::Q4K if same && KEEP_Q4_K => self.raw(name, QK_K, Q4_K_BYTES)?,
                 _ => self.q8_0(name)?.2,
             };
             rows += r;
@@ -224,13 +243,29 @@ impl Tensors<'_> {
         }
         Ok(match dtypes[0] {
             GgmlDType::Q5_0 if same => QMatrix::from_q5_0(rows, cols, &raw),
-            GgmlDType::Q4K if same && KEEP_Q4_K => QMatrix::from_q4_k(rows, cols, &raw),
             _ => QMatrix::from_q8_0(rows, cols, &raw),
         })
     }
 
     pub fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
         self.stacked(&[name])
+    }
+
+    /// Matrices stacked as [`Tensors::stacked`] for passes of several tokens and, where the
+    /// file holds them all as Q4_K, also kept at 4 bits for one-token passes.
+    fn linear(&mut self, names: &[&str]) -> Result<Linear, LoadError> {
+        let many = self.stacked(names)?;
+        let infos = &self.content.tensor_infos;
+        let one = if names.iter().all(|n| infos[*n].ggml_dtype == GgmlDType::Q4K) {
+            let mut raw = Vec::new();
+            for name in names {
+                raw.extend(self.raw(name, QK_K, Q4_K_BYTES)?);
+            }
+            Some(QMatrix::from_q4_k(many.rows, many.cols, &raw).prepared(self.cpu, false))
+        } else {
+            None
+        };
+        Ok(Linear { many, one })
     }
 
     /// A matrix whose rows are also read one at a time (the embeddings).
@@ -257,16 +292,16 @@ impl Model {
             };
             layers.push(Layer {
                 attn_norm: t.f32(&n("attn_norm.weight"))?,
-                qkv: t.stacked(&[
+                qkv: t.linear(&[
                     &n("attn_q.weight"),
                     &n("attn_k.weight"),
                     &n("attn_v.weight"),
                 ])?,
                 qkv_bias,
-                out: t.matrix(&n("attn_output.weight"))?,
+                out: t.linear(&[&n("attn_output.weight")])?,
                 ffn_norm: t.f32(&n("ffn_norm.weight"))?,
-                gate_up: t.stacked(&[&n("ffn_gate.weight"), &n("ffn_up.weight")])?,
-                down: t.matrix(&n("ffn_down.weight"))?,
+                gate_up: t.linear(&[&n("ffn_gate.weight"), &n("ffn_up.weight")])?,
+                down: t.linear(&[&n("ffn_down.weight")])?,
             });
         }
         let lm_head = if t.has("output.weight") {
@@ -293,13 +328,23 @@ impl Model {
             return bad("the embeddings");
         }
         for l in &self.layers {
+            let shapes = [&l.qkv, &l.out, &l.gate_up, &l.down];
+            if shapes.iter().any(|m| {
+                m.one
+                    .as_ref()
+                    .is_some_and(|one| (one.rows, one.cols) != (m.many.rows, m.many.cols))
+            }) {
+                return bad("a block's 4-bit weights");
+            }
+            let (qkv, out, gate_up, down) =
+                (&l.qkv.many, &l.out.many, &l.gate_up.many, &l.down.many);
             let qkv_rows = c.q_dim() + 2 * c.kv_dim();
-            if l.qkv.rows != qkv_rows
-                || l.qkv.cols != c.dim
+            if qkv.rows != qkv_rows
+                || qkv.cols != c.dim
                 || l.qkv_bias.as_ref().is_some_and(|b| b.len() != qkv_rows)
-                || (l.out.rows, l.out.cols) != (c.dim, c.q_dim())
-                || (l.gate_up.rows, l.gate_up.cols) != (2 * c.ffn_dim, c.dim)
-                || (l.down.rows, l.down.cols) != (c.dim, c.ffn_dim)
+                || (out.rows, out.cols) != (c.dim, c.q_dim())
+                || (gate_up.rows, gate_up.cols) != (2 * c.ffn_dim, c.dim)
+                || (down.rows, down.cols) != (c.dim, c.ffn_dim)
                 || l.attn_norm.len() != c.dim
                 || l.ffn_norm.len() != c.dim
             {
@@ -640,7 +685,13 @@ impl Model {
                 }
                 rms_norm(xr, &layer.attn_norm, c.norm_eps, row);
             });
-            matmul(self.cpu, pool, &layer.qkv, &s.acts, &mut s.qkv);
+            matmul(
+                self.cpu,
+                pool,
+                layer.qkv.for_tokens(t_n),
+                &s.acts,
+                &mut s.qkv,
+            );
             // Biases, rotations, and the new keys and values into the cache.
             let (keys, values) = (&mut s.keys[li], &mut s.values[li]);
             for t in 0..t_n {
@@ -711,7 +762,13 @@ impl Model {
                     unsafe { writer.quantize(&att[r.start * q_dim..r.end * q_dim], r.start) };
                 });
             }
-            matmul(self.cpu, pool, &layer.out, &s.acts, &mut s.tmp);
+            matmul(
+                self.cpu,
+                pool,
+                layer.out.for_tokens(t_n),
+                &s.acts,
+                &mut s.tmp,
+            );
             // x += attention output; normalise; quantize.
             let x = SyncPtr(s.x.as_mut_ptr());
             let tmp = &s.tmp;
@@ -723,7 +780,13 @@ impl Model {
                 }
                 rms_norm(xr, &layer.ffn_norm, c.norm_eps, row);
             });
-            matmul(self.cpu, pool, &layer.gate_up, &s.acts, &mut s.gate_up);
+            matmul(
+                self.cpu,
+                pool,
+                layer.gate_up.for_tokens(t_n),
+                &s.acts,
+                &mut s.gate_up,
+            );
             let ff = c.ffn_dim;
             let gate_up = &s.gate_up;
             quantize_with(pool, &mut s.acts, &mut s.tmp, t_n, ff, &|t, row| {
@@ -733,7 +796,13 @@ impl Model {
                     *h = silu(*g) * u;
                 }
             });
-            matmul(self.cpu, pool, &layer.down, &s.acts, &mut s.tmp);
+            matmul(
+                self.cpu,
+                pool,
+                layer.down.for_tokens(t_n),
+                &s.acts,
+                &mut s.tmp,
+            );
         }
         s.len = pos + t_n;
         // The last `tail` tokens only: final residual, norm, output projection.
