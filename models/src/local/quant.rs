@@ -77,20 +77,6 @@ pub struct QMatrix {
     data: Vec<u8>,
     /// The same weights for the VNNI kernels, when the chosen [`Cpu`] has them.
     panel: Option<Panel>,
-    /// From Q4_K: the file's scales, which the AVX-512 panels keep instead of `Q4F`'s f32
-    /// products; dropped with `data`.
-    k_scales: Option<Box<KScales>>,
-}
-
-/// Q4_K's scales as the file holds them, row after row: each 256-value super-block's `d` and
-/// `dmin`, and each 32-value block's 6-bit scale `sc` and minimum `m`; the block's values are
-/// `d · sc · q - dmin · m`.
-#[derive(Clone)]
-struct KScales {
-    d: Vec<f32>,
-    dmin: Vec<f32>,
-    sc: Vec<u8>,
-    m: Vec<u8>,
 }
 
 impl QMatrix {
@@ -122,7 +108,6 @@ impl QMatrix {
             kind,
             data,
             panel: None,
-            k_scales: None,
         }
     }
 
@@ -130,10 +115,9 @@ impl QMatrix {
     /// group blocks kept only with `keep_rows` (for [`QMatrix::row`], the embeddings).
     pub fn prepared(mut self, cpu: Cpu, keep_rows: bool) -> Self {
         if cpu.panels() {
-            self.panel = Some(Panel::new(&self, cpu == Cpu::Avx512));
+            self.panel = Some(Panel::new(&self));
             if !keep_rows {
                 self.data = Vec::new();
-                self.k_scales = None;
             }
         }
         self
@@ -173,23 +157,7 @@ impl QMatrix {
     /// From GGUF Q4_K super-blocks, row after row, exactly.
     pub fn from_q4_k(rows: usize, cols: usize, raw: &[u8]) -> Self {
         let blocks = q4_k_blocks(raw);
-        let mut k = KScales {
-            d: Vec::new(),
-            dmin: Vec::new(),
-            sc: Vec::new(),
-            m: Vec::new(),
-        };
-        for sb in raw.chunks_exact(Q4_K_BYTES) {
-            let (d, dmin) = q4_k_super(sb);
-            k.d.push(d);
-            k.dmin.push(dmin);
-            for j in 0..QK_K / QK {
-                let (sc, m) = q4_k_scale_min(sb, j);
-                k.sc.push(sc);
-                k.m.push(m);
-            }
-        }
-        let mut matrix = Self::build(
+        Self::build(
             rows,
             cols,
             Kind::Q4F,
@@ -200,9 +168,7 @@ impl QMatrix {
                 dst[4 * GROUP + 4 * lane..][..4].copy_from_slice(&src[4..8]);
                 dst[8 * GROUP + lane * QK / 2..][..QK / 2].copy_from_slice(&src[8..]);
             },
-        );
-        matrix.k_scales = Some(Box::new(k));
-        matrix
+        )
     }
 
     /// From f32 values, row after row, rounded as GGUF's Q8_0 quantizer does.
@@ -290,10 +256,7 @@ impl QMatrix {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        let k = self.k_scales.as_ref().map_or(0, |k| {
-            4 * (k.d.len() + k.dmin.len()) + k.sc.len() + k.m.len()
-        });
-        self.data.len() + self.panel.as_ref().map_or(0, Panel::bytes) + k
+        self.data.len() + self.panel.as_ref().map_or(0, Panel::bytes)
     }
 }
 
@@ -321,21 +284,11 @@ struct Panel {
     /// Per block, 16 scales: f16 (`U8`, as in the file) or f32 `d` then f32 `m` (`U4`).
     scales_f16: Vec<u16>,
     scales_f32: Vec<f32>,
-    /// Q4_K for the AVX-512 kernel, in place of `scales_f32` (4.75 bits a weight where those
-    /// make 6): per block the 16 rows' 6-bit scales, then their minima; per super-block of
-    /// [`K_BLOCKS`] blocks the 16 rows' `d`, then their `dmin`. Empty otherwise.
-    k_sub: Vec<u8>,
-    k_super: Vec<f32>,
 }
 
-/// 32-value blocks in a Q4_K super-block.
-const K_BLOCKS: usize = QK_K / QK;
-
 impl Panel {
-    /// `w` repacked; with `k_scales`, Q4_K keeps its own scales (`k_sub`, `k_super`).
-    fn new(w: &QMatrix, k_scales: bool) -> Self {
+    fn new(w: &QMatrix) -> Self {
         let (nb, panels) = (w.blocks(), w.rows.div_ceil(PANEL));
-        let k = w.k_scales.as_deref().filter(|_| k_scales);
         let offset = match w.kind {
             Kind::Q8 => Some(128),
             Kind::Q5 => Some(16),
@@ -345,26 +298,8 @@ impl Panel {
         let mut lines = vec![Line([0; 64]); panels * nb * per_block];
         let mut scales_f16 = Vec::new();
         let mut scales_f32 = Vec::new();
-        let (mut k_sub, mut k_super) = (Vec::new(), Vec::new());
         if offset.is_some() {
             scales_f16.resize(panels * nb * PANEL, 0);
-        } else if let Some(k) = k {
-            let nsb = nb / K_BLOCKS;
-            k_sub.resize(panels * nb * 2 * PANEL, 0);
-            k_super.resize(panels * nsb * 2 * PANEL, 0.0);
-            for r in 0..w.rows {
-                let (p, lane) = (r / PANEL, r % PANEL);
-                for b in 0..nb {
-                    let i = (p * nb + b) * 2 * PANEL + lane;
-                    k_sub[i] = k.sc[r * nb + b];
-                    k_sub[i + PANEL] = k.m[r * nb + b];
-                }
-                for sb in 0..nsb {
-                    let i = (p * nsb + sb) * 2 * PANEL + lane;
-                    k_super[i] = k.d[r * nsb + sb];
-                    k_super[i + PANEL] = k.dmin[r * nsb + sb];
-                }
-            }
         } else {
             scales_f32.resize(panels * nb * 2 * PANEL, 0.0);
         }
@@ -391,10 +326,8 @@ impl Panel {
                         }
                     }
                     None => {
-                        if k.is_none() {
-                            scales_f32[i * 2 * PANEL + lane] = d;
-                            scales_f32[i * 2 * PANEL + PANEL + lane] = m;
-                        }
+                        scales_f32[i * 2 * PANEL + lane] = d;
+                        scales_f32[i * 2 * PANEL + PANEL + lane] = m;
                         for k in 0..QK / 2 {
                             let byte = (q[k] | (q[k + QK / 2] << 4)) as u8;
                             at[k / 4].0[4 * lane + k % 4] = byte;
@@ -408,16 +341,11 @@ impl Panel {
             lines,
             scales_f16,
             scales_f32,
-            k_sub,
-            k_super,
         }
     }
 
     fn bytes(&self) -> usize {
-        64 * self.lines.len()
-            + 2 * self.scales_f16.len()
-            + 4 * (self.scales_f32.len() + self.k_super.len())
-            + self.k_sub.len()
+        64 * self.lines.len() + 2 * self.scales_f16.len() + 4 * self.scales_f32.len()
     }
 }
 
@@ -439,12 +367,24 @@ pub fn quantize_q8_0(values: &[f32]) -> Vec<u8> {
 pub fn q4_k_blocks(src: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(src.len() / Q4_K_BYTES * (QK_K / QK) * Q4F_BYTES);
     for sb in src.chunks_exact(Q4_K_BYTES) {
-        let (d, dmin) = q4_k_super(sb);
-        let qs = &sb[16..];
+        let d = f16_to_f32(u16::from_le_bytes([sb[0], sb[1]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([sb[2], sb[3]]));
+        let (scales, qs) = (&sb[4..16], &sb[16..]);
+        // Sub-block j's 6-bit scale and minimum, packed as GGUF packs them.
+        let scale_min = |j: usize| -> (u8, u8) {
+            if j < 4 {
+                (scales[j] & 63, scales[j + 4] & 63)
+            } else {
+                (
+                    (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4),
+                    (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
+                )
+            }
+        };
         // 32 bytes of qs hold two sub-blocks: the low nibbles, then the high ones.
         for (pair, bytes) in qs.chunks_exact(32).enumerate() {
             for high in [false, true] {
-                let (sc, m) = q4_k_scale_min(sb, 2 * pair + high as usize);
+                let (sc, m) = scale_min(2 * pair + high as usize);
                 out.extend_from_slice(&(d * sc as f32).to_le_bytes());
                 out.extend_from_slice(&(-(dmin * m as f32)).to_le_bytes());
                 let v = |i: usize| if high { bytes[i] >> 4 } else { bytes[i] & 0xf };
@@ -453,25 +393,6 @@ pub fn q4_k_blocks(src: &[u8]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// A Q4_K super-block's `d` and `dmin`.
-fn q4_k_super(sb: &[u8]) -> (f32, f32) {
-    let f16 = |i: usize| f16_to_f32(u16::from_le_bytes([sb[i], sb[i + 1]]));
-    (f16(0), f16(2))
-}
-
-/// Sub-block `j`'s 6-bit scale and minimum in a Q4_K super-block, packed as GGUF packs them.
-fn q4_k_scale_min(sb: &[u8], j: usize) -> (u8, u8) {
-    let scales = &sb[4..16];
-    if j < 4 {
-        (scales[j] & 63, scales[j + 4] & 63)
-    } else {
-        (
-            (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4),
-            (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
-        )
-    }
 }
 
 /// Q5_0 blocks to Q8_0 blocks with the same f16 scale: value `j` is `d * (q - 16)` in both,
@@ -1055,22 +976,12 @@ pub(crate) mod tests {
             m.row(r, &mut row);
             assert_eq!(row, want[r * cols..(r + 1) * cols]);
         }
-        // The AVX-512 panels keep Q4_K's own scales: the same products to the bit as the
-        // f32 scales, in fewer bytes.
-        let mut f32_scales = m.clone();
-        f32_scales.k_scales = None;
         for tokens in [1, 5, 11] {
             let mut a = Q8Acts::default();
             a.reset(tokens, cols);
             a.quantize(&values(tokens * cols, 17));
             assert_kernels_agree(&m, &a);
-            if Cpu::Avx512.supported() {
-                let own = product(Cpu::Avx512, &m, &a);
-                assert_eq!(own, product(Cpu::Avx512, &f32_scales, &a));
-            }
         }
-        let panel_bytes = |w: &QMatrix| w.clone().prepared(Cpu::Avx512, false).bytes();
-        assert!(panel_bytes(&m) < panel_bytes(&f32_scales) * 5 / 6);
     }
 
     #[test]

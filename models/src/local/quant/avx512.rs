@@ -2,7 +2,7 @@
 //! on 512-bit registers with one row per 32-bit lane, so a block's integer sums need no
 //! horizontal adds; each block's sums then meet their scales in f32.
 
-use super::{Panel, Q8Acts, QMatrix, K_BLOCKS, PANEL, QK};
+use super::{Panel, Q8Acts, QMatrix, PANEL, QK};
 use std::arch::x86_64::*;
 
 /// Tokens per tile: each line of weights loaded serves this many tokens (16 accumulators).
@@ -36,10 +36,23 @@ pub(super) unsafe fn matmul(
             for pi in c0..c1 {
                 // SAFETY: pi < panels and t0 + n <= tokens; the caller owns the outputs.
                 unsafe {
-                    match (p.offset.is_some(), p.k_super.is_empty()) {
-                        (true, _) => tiles::<false, false>(w, p, a, pi, t0, n, out, ldo),
-                        (false, true) => tiles::<true, false>(w, p, a, pi, t0, n, out, ldo),
-                        (false, false) => tiles::<true, true>(w, p, a, pi, t0, n, out, ldo),
+                    match (p.offset.is_some(), n) {
+                        (true, 8) => tile::<8, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 7) => tile::<7, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 6) => tile::<6, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 5) => tile::<5, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 4) => tile::<4, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 3) => tile::<3, false>(w, p, a, pi, t0, out, ldo),
+                        (true, 2) => tile::<2, false>(w, p, a, pi, t0, out, ldo),
+                        (true, _) => tile::<1, false>(w, p, a, pi, t0, out, ldo),
+                        (false, 8) => tile::<8, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 7) => tile::<7, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 6) => tile::<6, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 5) => tile::<5, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 4) => tile::<4, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 3) => tile::<3, true>(w, p, a, pi, t0, out, ldo),
+                        (false, 2) => tile::<2, true>(w, p, a, pi, t0, out, ldo),
+                        (false, _) => tile::<1, true>(w, p, a, pi, t0, out, ldo),
                     }
                 }
             }
@@ -49,46 +62,11 @@ pub(super) unsafe fn matmul(
     }
 }
 
-/// [`tile`] for `n` (1 to [`TILE`]) tokens.
-///
-/// # Safety
-/// As [`tile`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tiles<const U4: bool, const K: bool>(
-    w: &QMatrix,
-    p: &Panel,
-    a: &Q8Acts,
-    pi: usize,
-    t0: usize,
-    n: usize,
-    out: *mut f32,
-    ldo: usize,
-) {
-    // SAFETY: as the caller's.
-    unsafe {
-        match n {
-            8 => tile::<8, U4, K>(w, p, a, pi, t0, out, ldo),
-            7 => tile::<7, U4, K>(w, p, a, pi, t0, out, ldo),
-            6 => tile::<6, U4, K>(w, p, a, pi, t0, out, ldo),
-            5 => tile::<5, U4, K>(w, p, a, pi, t0, out, ldo),
-            4 => tile::<4, U4, K>(w, p, a, pi, t0, out, ldo),
-            3 => tile::<3, U4, K>(w, p, a, pi, t0, out, ldo),
-            2 => tile::<2, U4, K>(w, p, a, pi, t0, out, ldo),
-            _ => tile::<1, U4, K>(w, p, a, pi, t0, out, ldo),
-        }
-    }
-}
-
 /// Panel `pi` (16 rows) times `N` tokens from `t0`; `U4`: nibbles with f32 scales and
-/// offsets (`K`: Q4_K's own, 6-bit scales and minima times each super-block's `d` and
-/// `dmin`), else bytes with f16 scales and the panel's integer offset.
-///
-/// # Safety
-/// pi < panels and t0 + N <= tokens; the caller owns the outputs.
+/// offsets, else bytes with f16 scales and the panel's integer offset.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 #[inline]
-unsafe fn tile<const N: usize, const U4: bool, const K: bool>(
+unsafe fn tile<const N: usize, const U4: bool>(
     w: &QMatrix,
     p: &Panel,
     a: &Q8Acts,
@@ -154,27 +132,7 @@ unsafe fn tile<const N: usize, const U4: bool, const K: bool>(
                 }
             }
             let i = pi * nb + b;
-            // Q4_K: the block's scale `d · sc` and offset `-dmin · m`, each product exact in
-            // f32 (an f16 times a 6-bit integer), as the f32 layout holds them.
-            let (k_d, k_m) = if K {
-                let sub = p.k_sub.as_ptr().add(i * 2 * PANEL);
-                let sup = p
-                    .k_super
-                    .as_ptr()
-                    .add((pi * (nb / K_BLOCKS) + b / K_BLOCKS) * 2 * PANEL);
-                let int = |at: *const u8| {
-                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(at as *const __m128i)))
-                };
-                (
-                    _mm512_mul_ps(_mm512_loadu_ps(sup), int(sub)),
-                    _mm512_mul_ps(_mm512_loadu_ps(sup.add(PANEL)), int(sub.add(PANEL))),
-                )
-            } else {
-                (_mm512_setzero_ps(), _mm512_setzero_ps())
-            };
-            let d = if K {
-                k_d
-            } else if U4 {
+            let d = if U4 {
                 _mm512_loadu_ps(p.scales_f32.as_ptr().add(i * 2 * PANEL))
             } else {
                 _mm512_cvtph_ps(_mm256_loadu_si256(
@@ -185,11 +143,7 @@ unsafe fn tile<const N: usize, const U4: bool, const K: bool>(
                 let scale = _mm512_mul_ps(d, _mm512_set1_ps(*ad.add(t * nb + b)));
                 *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), scale, *acc);
             }
-            if K {
-                for (t, acc) in acc.iter_mut().enumerate() {
-                    *acc = _mm512_fnmadd_ps(k_m, _mm512_set1_ps(*asum.add(t * nb + b)), *acc);
-                }
-            } else if U4 {
+            if U4 {
                 let m = _mm512_loadu_ps(p.scales_f32.as_ptr().add(i * 2 * PANEL + PANEL));
                 for (t, acc) in acc.iter_mut().enumerate() {
                     *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(*asum.add(t * nb + b)), *acc);
