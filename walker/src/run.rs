@@ -24,32 +24,10 @@ use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 /// one or two sentences; more means the model is rambling.
 const ANSWER_MAX_TOKENS: usize = 200;
 
-/// The answer step's user message.
-fn answer_user(passages: &str, notes: &str, question: &str) -> String {
-    prompt::render(
-        prompt::ANSWER_USER,
-        &[
-            ("passages", passages),
-            ("notes", notes),
-            ("question", question),
-        ],
-    )
-}
-
-/// The answer step's request for `user`, after the worked examples.
-fn answer_request(user: String) -> ChatRequest {
-    prompt::request_with_examples(
-        prompt::ANSWER_SYSTEM,
-        prompt::ANSWER_EXAMPLES,
-        user,
-        ANSWER_MAX_TOKENS,
-    )
-}
-
 /// How much likelier (natural log) than "no" a written "yes" must be to stand. Chosen on 40
 /// yes/no questions written blind over the HotpotQA dev corpus, half of them "yes"
 /// (`docs/results/reader-yes/`): the 1.5B's written answers there were right for 21 of 40,
-/// with this margin 27; margins from 1 to 2 nats were within one question of each other.
+/// with this margin 27 (links); margins from 1 to 2 nats gave 25 to 27.
 const YES_MARGIN: f32 = 1.0;
 
 /// One question being answered.
@@ -362,7 +340,14 @@ impl<'a> Run<'a> {
                 ),
                 None => String::new(),
             };
-            let mut user = answer_user(&passages, &notes, question);
+            let mut user = prompt::render(
+                prompt::ANSWER_USER,
+                &[
+                    ("passages", passages.as_str()),
+                    ("notes", notes.as_str()),
+                    ("question", question),
+                ],
+            );
             // Told only when the question is clearly in another language: English prompts
             // stay as they are. Such an answer is written, not copied from the passages.
             let language = crate::reader::language::not_english(question);
@@ -378,7 +363,12 @@ impl<'a> Run<'a> {
             let ids: Vec<String> = shown.iter().map(ToString::to_string).collect();
             let request = ChatRequest {
                 constraint: Some(crate::reader::constrain::answer(&ids, copy.as_deref())),
-                ..answer_request(user)
+                ..prompt::request_with_examples(
+                    prompt::ANSWER_SYSTEM,
+                    prompt::ANSWER_EXAMPLES,
+                    user,
+                    ANSWER_MAX_TOKENS,
+                )
             };
             messages = request.messages.clone();
             match self.chat_answer(cycle, request).await {

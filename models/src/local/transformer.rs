@@ -328,14 +328,7 @@ impl Model {
             return bad("the embeddings");
         }
         for l in &self.layers {
-            let shapes = [&l.qkv, &l.out, &l.gate_up, &l.down];
-            if shapes.iter().any(|m| {
-                m.one
-                    .as_ref()
-                    .is_some_and(|one| (one.rows, one.cols) != (m.many.rows, m.many.cols))
-            }) {
-                return bad("a block's 4-bit weights");
-            }
+            // A 4-bit copy is built with its 8-bit twin's shape (`Tensors::linear`).
             let (qkv, out, gate_up, down) =
                 (&l.qkv.many, &l.out.many, &l.gate_up.many, &l.down.many);
             let qkv_rows = c.q_dim() + 2 * c.kv_dim();
