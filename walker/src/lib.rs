@@ -20,7 +20,8 @@
 //!   the JSON objects written for other programs.
 //! - Beside them, what every strategy shares: the [`Strategy`] trait and its [`Env`]
 //!   (`strategy.rs`), the [`Answer`] (`answer.rs`), one question's run with its answer step
-//!   (`run.rs`) and the [`Control`] from outside (`control.rs`).
+//!   (`run.rs`, its computed comparisons in `run/compare.rs`) and the [`Control`] from
+//!   outside (`control.rs`).
 
 mod answer;
 mod control;

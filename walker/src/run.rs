@@ -20,6 +20,8 @@ use crate::strategy::{Env, Strategy, StrategyError};
 use crate::trace::event::{Event, Sink};
 use crate::trace::{Origin, Retrieval, RetrievedChunk, Step, Trace};
 
+mod compare;
+
 /// The most tokens an answer may take: the format asks for a short answer, its sources and
 /// one or two sentences; more means the model is rambling.
 const ANSWER_MAX_TOKENS: usize = 200;
@@ -412,6 +414,7 @@ impl<'a> Run<'a> {
             shown,
         };
         let answered = self.weigh_yes(cycle, messages, answered).await;
+        let answered = self.compare_sides(cycle, question, answered).await;
         Ok(self.hold_to_dates(cycle, question, answered))
     }
 
@@ -429,10 +432,7 @@ impl<'a> Run<'a> {
             return answered;
         }
         let answer_model = self.answer_model.clone();
-        let model: &dyn ChatModel = match &answer_model {
-            Some(model) => &**model,
-            None => self.env.model,
-        };
+        let model = answer_model.as_deref().unwrap_or(self.env.model);
         if !model.can_score() {
             return answered;
         }

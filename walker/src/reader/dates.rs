@@ -54,7 +54,7 @@ impl Date {
 
 /// The month a word names (1–12): a capitalised full name or three-letter abbreviation, with
 /// or without a full stop (`Sept` too).
-fn month(word: &str) -> Option<u8> {
+pub(super) fn month(word: &str) -> Option<u8> {
     let word = word.strip_suffix('.').unwrap_or(word);
     if !word.starts_with(|c: char| c.is_ascii_uppercase()) || word.len() < 3 {
         return None;
@@ -71,7 +71,7 @@ fn month(word: &str) -> Option<u8> {
         .map(|i| i as u8 + 1)
 }
 
-fn year(word: &str) -> Option<u16> {
+pub(super) fn year(word: &str) -> Option<u16> {
     (word.len() == 4 && word.bytes().all(|b| b.is_ascii_digit()))
         .then(|| word.parse().ok())
         .flatten()
@@ -79,7 +79,7 @@ fn year(word: &str) -> Option<u16> {
 }
 
 /// A day of the month: `12`, `12th`, `1st`.
-fn day(word: &str) -> Option<u8> {
+pub(super) fn day(word: &str) -> Option<u8> {
     let digits = word
         .strip_suffix("st")
         .or_else(|| word.strip_suffix("nd"))

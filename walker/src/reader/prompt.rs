@@ -11,6 +11,13 @@ pub const ANSWER_USER: &str = include_str!("../../prompts/answer.user.md");
 /// any evaluation set.
 pub const ANSWER_EXAMPLES: &str = include_str!("../../prompts/answer.examples.md");
 
+/// The computed comparison (`Run::compare_sides`): how a two-sided question compares its
+/// sides, and which value a side's passage states for it, both weighed, never written.
+pub const COMPARE_SYSTEM: &str = include_str!("../../prompts/compare.system.md");
+pub const COMPARE_KIND_USER: &str = include_str!("../../prompts/compare.kind.user.md");
+pub const COMPARE_KIND_YESNO_USER: &str = include_str!("../../prompts/compare.kind.yesno.user.md");
+pub const COMPARE_VALUE_USER: &str = include_str!("../../prompts/compare.value.user.md");
+
 /// The read step of `walk`: facts and next-source descriptors as JSON Lines.
 pub const READ_SYSTEM: &str = include_str!("../../prompts/read.system.md");
 pub const READ_USER: &str = include_str!("../../prompts/read.user.md");

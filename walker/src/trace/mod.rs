@@ -182,7 +182,8 @@ pub enum Origin {
     /// Facts remembered from earlier questions (`--memory`).
     Memory,
     /// A name written in the passages read and not read yet, searched with the question
-    /// (no model call: see [`crate::search::names`]).
+    /// (no model call: see [`crate::search::names`]), or a side of a comparison that no
+    /// passage shown was about, searched by its name.
     Name,
 }
 

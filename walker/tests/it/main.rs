@@ -1,6 +1,7 @@
 //! walkrag-walker's integration tests: strategies run against a real on-disk index built with
 //! a word-hashing test embedder, and a scripted chat model that replays fixed replies.
 
+mod compare;
 mod docs;
 mod html;
 mod links;
