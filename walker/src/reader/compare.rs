@@ -3,7 +3,7 @@
 //! the answer model picks by likelihood among the values its side's passage states, never by
 //! writing; walkrag then compares the two. This module holds what code does: finding the two
 //! sides, each side's passage, the values a passage states, and the comparison. The model
-//! calls are `Run::compare_sides` (`run.rs`).
+//! calls are `Run::compare_sides` (`run/compare.rs`).
 
 use std::fmt;
 
@@ -102,12 +102,12 @@ fn leading_name(text: &str) -> Option<String> {
 }
 
 /// Whether a word ends a clause, and so a name: a comma, semicolon or colon after it, or a
-/// full stop after more than an initial (`Brewer.`, not `E.`).
+/// full stop after a word of three letters or more (`Brewer.`, not `E.`, `St.` or `U.S.`).
 fn ends_clause(word: &str) -> bool {
     word.ends_with([',', ';', ':'])
         || word
             .strip_suffix('.')
-            .is_some_and(|stem| stem.chars().count() > 1)
+            .is_some_and(|stem| stem.chars().count() > 2 && !stem.contains('.'))
 }
 
 /// The name `text` ends with: its last run of capitalised words (`Which band was formed first
@@ -490,6 +490,10 @@ mod tests {
         assert_eq!(
             sides_of("Between Iain Banks and Irwin Shaw, who wrote more?"),
             both("Iain Banks", "Irwin Shaw")
+        );
+        assert_eq!(
+            sides_of("Which club came first, SV St. Georg or Baltimore Orioles F.C.?"),
+            both("SV St. Georg", "Baltimore Orioles F.C.")
         );
         assert_eq!(sides_of("Who wrote the novel?"), None);
         assert_eq!(
