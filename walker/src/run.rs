@@ -436,28 +436,21 @@ impl<'a> Run<'a> {
         if !model.can_score() {
             return answered;
         }
-        let items = ["yes", "no"]
-            .map(|answer| ScoreItem {
-                messages: messages.clone(),
-                continuation: format!("Answer: {answer}"),
-            })
-            .to_vec();
-        let scores = llm::score_recorded(
-            model,
-            cycle,
-            "answer: yes against no",
-            items,
-            &mut self.trace.steps,
-            &mut self.cost,
-        )
-        .await;
-        let margin = match scores {
-            Ok(scores) => scores[0] - scores[1],
-            Err(e) => {
-                self.note(cycle, format!("yes and no could not be weighed: {e}"));
-                return answered;
-            }
+        let continuations = ["yes", "no"].map(|answer| format!("Answer: {answer}"));
+        let Some(scores) = self
+            .weigh(
+                cycle,
+                model,
+                "answer: yes against no",
+                messages,
+                continuations.to_vec(),
+                "yes and no",
+            )
+            .await
+        else {
+            return answered;
         };
+        let margin = scores[0] - scores[1];
         if margin > YES_MARGIN {
             return answered;
         }
@@ -479,6 +472,43 @@ impl<'a> Run<'a> {
             },
             text,
             ..answered
+        }
+    }
+
+    /// The weight of each of `continuations` after `messages` by `model`, recorded in the
+    /// trace as `purpose`; `None` where the model fails, noted as "`what` could not be
+    /// weighed".
+    async fn weigh(
+        &mut self,
+        cycle: usize,
+        model: &dyn ChatModel,
+        purpose: &str,
+        messages: Vec<Message>,
+        continuations: Vec<String>,
+        what: &str,
+    ) -> Option<Vec<f32>> {
+        let items = continuations
+            .into_iter()
+            .map(|continuation| ScoreItem {
+                messages: messages.clone(),
+                continuation,
+            })
+            .collect();
+        let scores = llm::score_recorded(
+            model,
+            cycle,
+            purpose,
+            items,
+            &mut self.trace.steps,
+            &mut self.cost,
+        )
+        .await;
+        match scores {
+            Ok(scores) => Some(scores),
+            Err(e) => {
+                self.note(cycle, format!("{what} could not be weighed: {e}"));
+                None
+            }
         }
     }
 

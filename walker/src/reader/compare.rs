@@ -253,20 +253,16 @@ impl Wanted {
     pub fn of_dates(self) -> bool {
         matches!(self, Wanted::Earlier | Wanted::Later)
     }
-
-    fn word(self) -> &'static str {
-        match self {
-            Wanted::Earlier => "earlier",
-            Wanted::Later => "later",
-            Wanted::Larger => "larger",
-            Wanted::Smaller => "smaller",
-        }
-    }
 }
 
 impl fmt::Display for Wanted {
+    /// The word the model weighs it as.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.word())
+        let (_, word) = Wanted::CHOICES
+            .iter()
+            .find(|(kind, _)| *kind == Some(*self))
+            .expect("every kind is a choice");
+        f.write_str(word)
     }
 }
 

@@ -4,13 +4,13 @@
 //! passage states is the one compared; walkrag compares the two values. The model never writes
 //! a value, so it cannot copy a name back in place of one.
 
-use walkrag_core::{ChatModel, Message, ScoreItem};
+use walkrag_core::ChatModel;
 use walkrag_engine::ChunkId;
 
 use super::{Answered, Run};
 use crate::reader::compare::{self, Stated, Wanted};
+use crate::reader::prompt;
 use crate::reader::reply::Reply;
-use crate::reader::{llm, prompt};
 use crate::search::passages;
 use crate::trace::Origin;
 
@@ -204,7 +204,7 @@ impl Run<'_> {
                 ],
             );
             weights.push(
-                self.weigh(cycle, model, purpose, user, choices.clone())
+                self.weigh_compare(cycle, model, purpose, user, choices.clone())
                     .await?,
             );
         }
@@ -261,14 +261,16 @@ impl Run<'_> {
         );
         let texts = stated.iter().map(|s| s.text.clone()).collect();
         let purpose = format!("compare: the value of {side}");
-        let weights = self.weigh(cycle, model, &purpose, user, texts).await?;
+        let weights = self
+            .weigh_compare(cycle, model, &purpose, user, texts)
+            .await?;
         let best = (0..weights.len()).max_by(|&a, &b| weights[a].total_cmp(&weights[b]))?;
         Some(stated.swap_remove(best))
     }
 
     /// The weight of each continuation after the comparison's instructions and `user`;
     /// `None` (noted) where the model cannot weigh.
-    async fn weigh(
+    async fn weigh_compare(
         &mut self,
         cycle: usize,
         model: &dyn ChatModel,
@@ -276,32 +278,15 @@ impl Run<'_> {
         user: String,
         continuations: Vec<String>,
     ) -> Option<Vec<f32>> {
-        let messages = vec![
-            Message::system(prompt::COMPARE_SYSTEM.trim()),
-            Message::user(user),
-        ];
-        let items = continuations
-            .into_iter()
-            .map(|continuation| ScoreItem {
-                messages: messages.clone(),
-                continuation,
-            })
-            .collect();
-        let scores = llm::score_recorded(
-            model,
+        let messages = prompt::request(prompt::COMPARE_SYSTEM, user, 0).messages;
+        self.weigh(
             cycle,
+            model,
             purpose,
-            items,
-            &mut self.trace.steps,
-            &mut self.cost,
+            messages,
+            continuations,
+            "the comparison",
         )
-        .await;
-        match scores {
-            Ok(scores) => Some(scores),
-            Err(e) => {
-                self.note(cycle, format!("the comparison could not be weighed: {e}"));
-                None
-            }
-        }
+        .await
     }
 }
