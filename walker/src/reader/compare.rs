@@ -15,9 +15,9 @@ use super::dates::{day, month, year};
 pub const MAX_CANDIDATES: usize = 16;
 
 /// The two sides a question offers, as it names them: the two names joined by its last
-/// "or" (`…, Guitar World or Science News?`, `… first The Exies or Circus Diablo?`, `… the
-/// forming of The Dandy Warhols or the birth of Robert Young?`), else by its first "and"
-/// (`Little Caesars and Pizza Hut were founded … Which was the first …?`). A side is the run
+/// "or" (`…, Harbor Notes or Kessel Review?`, `… first The Vellows or Orla Dene?`, `… the
+/// forming of The Vellows or the birth of Ilsa Brandt?`), else by its first "and" (`Orla
+/// Dene and Mira Holt toured … Which formed first?`). A side is the run
 /// of capitalised words next to the joining word (the text after a comma where there is one),
 /// so lower case words that describe a side are left out. `None` where either side is
 /// missing.
@@ -40,8 +40,7 @@ pub fn sides(question: &str) -> Option<[String; 2]> {
     }
 }
 
-/// The two names a yes/no question asks about (`Was Pizza Hut founded before Little
-/// Caesars?`): its runs of capitalised words, where there are exactly two (the question's own
+/// The two names a yes/no question asks about (`Was Orla Dene formed before Mira Holt?`): its runs of capitalised words, where there are exactly two (the question's own
 /// first word is not one). `None` otherwise.
 pub fn two_names(question: &str) -> Option<[String; 2]> {
     let words: Vec<&str> = question
@@ -66,9 +65,9 @@ pub fn two_names(question: &str) -> Option<[String; 2]> {
 }
 
 /// The words a question starts with that are not names though capitalised.
-const QUESTION_WORDS: [&str; 18] = [
+const QUESTION_WORDS: [&str; 17] = [
     "Which", "Who", "Whom", "Whose", "What", "When", "Where", "Why", "How", "Is", "Are", "Was",
-    "Were", "Did", "Does", "Do", "Has", "Between",
+    "Were", "Did", "Does", "Do", "Has",
 ];
 
 /// Whether a word starts a name: a capital letter or a digit, after any punctuation
@@ -84,7 +83,7 @@ fn is_joining(word: &str) -> bool {
 }
 
 /// The name `text` starts with, once any lower case words before it are left out (`the
-/// birth of Robert Young` → `Robert Young`). Joining words inside it are kept.
+/// birth of Ilsa Brandt` → `Ilsa Brandt`). Joining words inside it are kept.
 fn leading_name(text: &str) -> Option<String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let start = words.iter().position(|w| is_name_word(w))?;
@@ -454,22 +453,20 @@ mod tests {
     fn finds_the_two_sides_a_question_offers() {
         let both = |a: &str, b: &str| Some([a.to_string(), b.to_string()]);
         assert_eq!(
-            sides_of("Which magazine was published first, Guitar World or Science News?"),
-            both("Guitar World", "Science News")
+            sides_of("Which journal was published first, Harbor Notes or Kessel Review?"),
+            both("Harbor Notes", "Kessel Review")
         );
         assert_eq!(
-            sides_of("Which band was formed first The Exies or Circus Diablo ?"),
-            both("The Exies", "Circus Diablo")
+            sides_of("Which band was formed first The Vellows or Orla Dene ?"),
+            both("The Vellows", "Orla Dene")
         );
         assert_eq!(
-            sides_of(
-                "Which came first the forming of The Dandy Warhols or the birth of Robert Young?"
-            ),
-            both("The Dandy Warhols", "Robert Young")
+            sides_of("Which came first the forming of The Vellows or the birth of Ilsa Brandt?"),
+            both("The Vellows", "Ilsa Brandt")
         );
         assert_eq!(
-            sides_of("Which plant is larger, the Pterocarya or the Cotula?"),
-            both("Pterocarya", "Cotula")
+            sides_of("Which tree is taller, the Velmora Oak or the Kessel Pine?"),
+            both("Velmora Oak", "Kessel Pine")
         );
         assert_eq!(
             sides_of("Who was born later, Géza von Cziffra or Bank of America's founder?"),
@@ -480,33 +477,29 @@ mod tests {
             both("...And Justice", "The Vellows")
         );
         assert_eq!(
-            sides_of("Little Caesars and Pizza Hut opened in the 1950s. Which came first?"),
-            both("Little Caesars", "Pizza Hut")
+            sides_of("Orla Dene and Mira Holt toured in the 1990s. Which formed first?"),
+            both("Orla Dene", "Mira Holt")
         );
         assert_eq!(
-            sides_of("Between Iain Banks and Irwin Shaw, who wrote more?"),
-            both("Iain Banks", "Irwin Shaw")
-        );
-        assert_eq!(
-            sides_of("Which club came first, SV St. Georg or Baltimore Orioles F.C.?"),
-            both("SV St. Georg", "Baltimore Orioles F.C.")
+            sides_of("Which club came first, SV Kessel St. Marta or Velmora F.C.?"),
+            both("SV Kessel St. Marta", "Velmora F.C.")
         );
         assert_eq!(sides_of("Who wrote the novel?"), None);
         assert_eq!(
-            two_names("Was Pizza Hut founded before Little Caesars?"),
-            both("Pizza Hut", "Little Caesars")
+            two_names("Was Orla Dene formed before Mira Holt?"),
+            both("Orla Dene", "Mira Holt")
         );
         assert_eq!(
-            two_names("Is James Hetfield's band older than the band Mirage?"),
-            both("James Hetfield", "Mirage")
+            two_names("Is Ilsa Brandt's band older than the band Orla Dene?"),
+            both("Ilsa Brandt", "Orla Dene")
         );
         assert_eq!(
-            two_names("Was The Outsider by Richard Wright published before Illusions?"),
+            two_names("Was The Harbor by Ilsa Brandt published before Kessel?"),
             None
         );
         // Two names joined by "and" read as one: "are A and B both …" compares no values.
         assert_eq!(
-            two_names("Are Kate Ramsay and Max Ramsay from the same soap opera?"),
+            two_names("Are Ilsa Brandt and Mira Holt from the same town?"),
             None
         );
         assert_eq!(sides_of("Is it red or blue?"), None);
