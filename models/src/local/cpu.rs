@@ -63,8 +63,9 @@ impl Cpu {
             .unwrap_or(Cpu::Scalar)
     }
 
-    /// Whether the kernels of this set read weights repacked into 16-row panels
-    /// (`quant::Panel`) rather than the 4-row groups.
+    /// Whether the kernels of this set read every matrix repacked into 16-row panels
+    /// (`quant::Panel`) rather than the 4-row groups (AVX2 reads only some kinds so:
+    /// `quant::Kind::in_panels`).
     pub fn panels(self) -> bool {
         matches!(self, Cpu::Avx512 | Cpu::AvxVnni)
     }

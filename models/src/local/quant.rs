@@ -1,12 +1,15 @@
 //! Quantized weights and activations and the integer matrix products on them: weights in
 //! 32-value blocks (8-, 5- or 4-bit, a scale and an offset each) with rows interleaved four at
-//! a time so that one pass over the weights serves several tokens, or, for the VNNI kernels,
-//! repacked into 16-row [`Panel`]s; activations in Q8_0. One kernel per instruction set
-//! ([`Cpu`]): AVX-512 VNNI (`avx512.rs`), AVX-VNNI (`avxvnni.rs`), AVX2, and a scalar twin
-//! of the same arithmetic that the others are tested against.
+//! a time so that one pass over the weights serves several tokens, or repacked into 16-row
+//! [`Panel`]s (every matrix for the VNNI kernels, 4- and 5-bit ones for AVX2); activations in
+//! Q8_0. One kernel per instruction set ([`Cpu`]): AVX-512 VNNI (`avx512.rs`), AVX-VNNI
+//! (`avxvnni.rs`), AVX2 (`avx2.rs`), and a scalar twin of the same arithmetic that the others
+//! are tested against.
 
 pub use super::cpu::Cpu;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 #[cfg(target_arch = "x86_64")]
@@ -56,6 +59,13 @@ impl Kind {
     }
 
     /// Where the rows' values start in a group block.
+    /// Whether `cpu`'s kernels read matrices of this kind from [`Panel`]s: the VNNI ones
+    /// read every kind so; the AVX2 one the 4- and 5-bit kinds, whose products fit its 16-bit
+    /// sums.
+    pub fn in_panels(self, cpu: Cpu) -> bool {
+        cpu.panels() || (cpu == Cpu::Avx2 && self != Kind::Q8)
+    }
+
     fn quants(self) -> usize {
         match self {
             Kind::Q8 => 2 * GROUP,
@@ -111,10 +121,11 @@ impl QMatrix {
         }
     }
 
-    /// The matrix as `cpu`'s kernels read it: repacked into panels for the VNNI sets, the
-    /// group blocks kept only with `keep_rows` (for [`QMatrix::row`], the embeddings).
+    /// The matrix as `cpu`'s kernels read it: repacked into panels where they read its kind
+    /// so ([`Kind::in_panels`]), the group blocks kept only with `keep_rows` (for
+    /// [`QMatrix::row`], the embeddings).
     pub fn prepared(mut self, cpu: Cpu, keep_rows: bool) -> Self {
-        if cpu.panels() {
+        if self.kind.in_panels(cpu) {
             self.panel = Some(Panel::new(&self));
             if !keep_rows {
                 self.data = Vec::new();
@@ -559,6 +570,9 @@ pub unsafe fn matmul(
         (Some(p), Cpu::AvxVnni) => unsafe { avxvnni::matmul(w, p, a, u0, u1, out, ldo) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
+        (Some(p), Cpu::Avx2) => unsafe { avx2::matmul_panels(w, p, a, u0, u1, out, ldo) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
         (None, Cpu::Avx2) => unsafe { avx2::matmul(w, a, u0, u1, out, ldo) },
         // SAFETY: as above.
         (None, Cpu::Scalar) => unsafe { matmul_scalar(w, a, u0, u1, out, ldo) },
@@ -604,218 +618,6 @@ pub unsafe fn matmul_scalar(
                 }
             }
         }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::*;
-    use std::arch::x86_64::*;
-
-    /// Tokens per tile: each loaded weight block is used this many times.
-    const TILE: usize = 4;
-    /// Groups per cache chunk: the chunk of weights stays in L2 while all tokens pass.
-    const CHUNK_BYTES: usize = 192 * 1024;
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn matmul(
-        w: &QMatrix,
-        a: &Q8Acts,
-        g0: usize,
-        g1: usize,
-        out: *mut f32,
-        ldo: usize,
-    ) {
-        let chunk = (CHUNK_BYTES / w.group_bytes()).max(1);
-        let mut c0 = g0;
-        while c0 < g1 {
-            let c1 = (c0 + chunk).min(g1);
-            let mut t0 = 0;
-            while t0 < a.tokens {
-                let n = (a.tokens - t0).min(TILE);
-                for g in c0..c1 {
-                    // SAFETY: g < groups and t0 + n <= tokens; the caller owns the outputs.
-                    unsafe {
-                        match (w.kind, n) {
-                            (Kind::Q8, 4) => tile::<4>(w, a, g, t0, out, ldo),
-                            (Kind::Q8, 3) => tile::<3>(w, a, g, t0, out, ldo),
-                            (Kind::Q8, 2) => tile::<2>(w, a, g, t0, out, ldo),
-                            (Kind::Q8, _) => tile::<1>(w, a, g, t0, out, ldo),
-                            (Kind::Q4, 4) => tile_u::<4, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4, 3) => tile_u::<3, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4, 2) => tile_u::<2, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4, _) => tile_u::<1, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q5, 4) => tile_u::<4, true>(w, a, g, t0, out, ldo),
-                            (Kind::Q5, 3) => tile_u::<3, true>(w, a, g, t0, out, ldo),
-                            (Kind::Q5, 2) => tile_u::<2, true>(w, a, g, t0, out, ldo),
-                            (Kind::Q5, _) => tile_u::<1, true>(w, a, g, t0, out, ldo),
-                            (Kind::Q4F, 4) => tile_u::<4, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4F, 3) => tile_u::<3, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4F, 2) => tile_u::<2, false>(w, a, g, t0, out, ldo),
-                            (Kind::Q4F, _) => tile_u::<1, false>(w, a, g, t0, out, ldo),
-                        }
-                    }
-                }
-                t0 += n;
-            }
-            c0 = c1;
-        }
-    }
-
-    /// Four rows (group `g`) times `N` tokens from `t0`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn tile<const N: usize>(
-        w: &QMatrix,
-        a: &Q8Acts,
-        g: usize,
-        t0: usize,
-        out: *mut f32,
-        ldo: usize,
-    ) {
-        let nb = w.blocks();
-        let ones = _mm256_set1_epi16(1);
-        let mut acc = [_mm256_setzero_ps(); N];
-        const GB: usize = 2 * GROUP + GROUP * QK;
-        let wp = unsafe { w.data.as_ptr().add(g * nb * GB) };
-        let aq = unsafe { a.quants.as_ptr().add(t0 * a.cols) };
-        let ad = unsafe { a.scales.as_ptr().add(t0 * nb) };
-        for b in 0..nb {
-            // SAFETY: block b of group g lies in `data`; tokens t0..t0+N in `a`.
-            unsafe {
-                let blk = wp.add(b * GB);
-                let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
-                let d = _mm256_set_m128(d, d);
-                let q = blk.add(2 * GROUP);
-                let w0 = _mm256_loadu_si256(q as *const __m256i);
-                let w1 = _mm256_loadu_si256(q.add(QK) as *const __m256i);
-                let w2 = _mm256_loadu_si256(q.add(2 * QK) as *const __m256i);
-                let w3 = _mm256_loadu_si256(q.add(3 * QK) as *const __m256i);
-                let u0 = _mm256_sign_epi8(w0, w0);
-                let u1 = _mm256_sign_epi8(w1, w1);
-                let u2 = _mm256_sign_epi8(w2, w2);
-                let u3 = _mm256_sign_epi8(w3, w3);
-                for (t, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm256_loadu_si256(aq.add(t * a.cols + b * QK) as *const __m256i);
-                    let p0 =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(x, w0)), ones);
-                    let p1 =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(u1, _mm256_sign_epi8(x, w1)), ones);
-                    let p2 =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(u2, _mm256_sign_epi8(x, w2)), ones);
-                    let p3 =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(u3, _mm256_sign_epi8(x, w3)), ones);
-                    // Lanes: rows 0..4 of the first half of the sums, then of the second.
-                    let s = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-                    let scale = _mm256_mul_ps(d, _mm256_broadcast_ss(&*ad.add(t * nb + b)));
-                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, *acc);
-                }
-            }
-        }
-        // SAFETY: as for this function.
-        unsafe { store(w, &acc, g, t0, out, ldo) };
-    }
-
-    /// Adds the two halves of each token's sums and stores the group's four outputs.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn store(w: &QMatrix, acc: &[__m256], g: usize, t0: usize, out: *mut f32, ldo: usize) {
-        for (t, acc) in acc.iter().enumerate() {
-            let sum = _mm_add_ps(_mm256_castps256_ps128(*acc), _mm256_extractf128_ps(*acc, 1));
-            let r = g * GROUP;
-            // SAFETY: the caller owns these outputs; the padding rows are not stored.
-            unsafe {
-                let dst = out.add((t0 + t) * ldo + r);
-                if r + GROUP <= w.rows {
-                    _mm_storeu_ps(dst, sum);
-                } else {
-                    let mut v = [0f32; 4];
-                    _mm_storeu_ps(v.as_mut_ptr(), sum);
-                    for (lane, v) in v.iter().enumerate().take(w.rows - r) {
-                        *dst.add(lane) = *v;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Unsigned 4-bit values (5-bit with `HIGH`), each row's `d * q + m`: the products need
-    /// no sign trick, and the offsets multiply the activations' block sums.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn tile_u<const N: usize, const HIGH: bool>(
-        w: &QMatrix,
-        a: &Q8Acts,
-        g: usize,
-        t0: usize,
-        out: *mut f32,
-        ldo: usize,
-    ) {
-        let nb = w.blocks();
-        let gb = w.kind.group_block();
-        let start = w.kind.quants();
-        let ones = _mm256_set1_epi16(1);
-        let low = _mm256_set1_epi8(0x0f);
-        let fifth = _mm256_set1_epi8(0x10);
-        // Byte i of a broadcast u32 -> byte 8i..8i+8; then one bit per byte.
-        let spread = _mm256_set_epi64x(
-            0x0303_0303_0303_0303,
-            0x0202_0202_0202_0202,
-            0x0101_0101_0101_0101,
-            0,
-        );
-        let bit = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
-        let all = _mm256_set1_epi8(-1);
-        let half = _mm256_set1_ps(0.5);
-        let mut acc = [_mm256_setzero_ps(); N];
-        let wp = unsafe { w.data.as_ptr().add(g * nb * gb) };
-        let aq = unsafe { a.quants.as_ptr().add(t0 * a.cols) };
-        let ad = unsafe { a.scales.as_ptr().add(t0 * nb) };
-        let asum = unsafe { a.sums.as_ptr().add(t0 * nb) };
-        for b in 0..nb {
-            // SAFETY: block b of group g lies in `data`; tokens t0..t0+N in `a`.
-            unsafe {
-                let blk = wp.add(b * gb);
-                let (d, m) = if w.kind == Kind::Q4F {
-                    let d = _mm_loadu_ps(blk as *const f32);
-                    (d, _mm_loadu_ps(blk.add(4 * GROUP) as *const f32))
-                } else {
-                    let d = _mm_cvtph_ps(_mm_loadl_epi64(blk as *const __m128i));
-                    (
-                        d,
-                        _mm_cvtph_ps(_mm_loadl_epi64(blk.add(2 * GROUP) as *const __m128i)),
-                    )
-                };
-                let d = _mm256_set_m128(d, d);
-                // Each offset is added in both halves of the sums: half each.
-                let m = _mm256_mul_ps(_mm256_set_m128(m, m), half);
-                let mut u = [_mm256_setzero_si256(); GROUP];
-                for (lane, u) in u.iter_mut().enumerate() {
-                    let qs = _mm_loadu_si128(blk.add(start + lane * QK / 2) as *const __m128i);
-                    let v = _mm256_set_m128i(_mm_srli_epi16(qs, 4), qs);
-                    *u = _mm256_and_si256(v, low);
-                    if HIGH {
-                        let h = (blk.add(4 * GROUP + 4 * lane) as *const i32).read_unaligned();
-                        let h = _mm256_shuffle_epi8(_mm256_set1_epi32(h), spread);
-                        let h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bit), all);
-                        *u = _mm256_or_si256(*u, _mm256_and_si256(h, fifth));
-                    }
-                }
-                for (t, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm256_loadu_si256(aq.add(t * a.cols + b * QK) as *const __m256i);
-                    let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[0], x), ones);
-                    let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[1], x), ones);
-                    let p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[2], x), ones);
-                    let p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(u[3], x), ones);
-                    let s = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-                    let scale = _mm256_mul_ps(d, _mm256_broadcast_ss(&*ad.add(t * nb + b)));
-                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, *acc);
-                    *acc = _mm256_fmadd_ps(m, _mm256_broadcast_ss(&*asum.add(t * nb + b)), *acc);
-                }
-            }
-        }
-        // SAFETY: as for this function.
-        unsafe { store(w, &acc, g, t0, out, ldo) };
     }
 }
 
@@ -984,6 +786,35 @@ pub(crate) mod tests {
         }
     }
 
+    /// The largest values every block kind holds, against activations of the largest size
+    /// of either sign: where a kernel sums products in 16 bits (AVX2), they must not overflow.
+    #[test]
+    fn largest_values_agree_on_every_kernel() {
+        let (rows, cols, tokens) = (16, 64, 3);
+        let n = rows * cols / QK;
+        // Every byte `fill` but the f16 scale (and Q4_1's f16 minimum) at `scales`.
+        let block = |bytes: usize, fill: u8, scales: &[usize]| {
+            let mut b = vec![fill; bytes];
+            for &at in scales {
+                b[at..at + 2].copy_from_slice(&f32_to_f16(0.01).to_le_bytes());
+            }
+            b.repeat(n)
+        };
+        let q4 = QMatrix::from_q4_1(rows, cols, &block(Q4_1_BYTES, 0xff, &[0, 2]));
+        let q5 = QMatrix::from_q5_0(rows, cols, &block(Q5_0_BYTES, 0xff, &[0]));
+        let q8 = QMatrix::from_q8_0(rows, cols, &block(Q8_0_BYTES, 0x81, &[0]));
+        for sign in [1.0, -1.0] {
+            let x = vec![sign * 3.0; tokens * cols];
+            let mut a = Q8Acts::default();
+            a.reset(tokens, cols);
+            a.quantize(&x);
+            assert!(a.quants.iter().all(|&q| q as f32 == sign * 127.0));
+            for w in [&q4, &q5, &q8] {
+                assert_kernels_agree(w, &a);
+            }
+        }
+    }
+
     #[test]
     fn q5_0_blocks_convert_to_q8_0_exactly() {
         // A Q5_0 block with every 5-bit value once: q_j = j.
@@ -1097,7 +928,7 @@ pub(crate) mod tests {
                 p.row(r, &mut b);
                 assert_eq!(a, b);
             }
-            assert_eq!(p.units(), if cpu.panels() { 2 } else { 6 });
+            assert_eq!(p.units(), if w.kind.in_panels(cpu) { 2 } else { 6 });
         }
     }
 

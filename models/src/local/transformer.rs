@@ -11,7 +11,9 @@ use candle_core::Device;
 
 use super::attention::{self, Heads};
 use super::pool::{share, Pool, SyncPtr};
-use super::quant::{self, Cpu, Q8Acts, QMatrix, Q4_K_BYTES, Q5_0_BYTES, Q8_0_BYTES, QK, QK_K};
+use super::quant::{
+    self, Cpu, Kind, Q8Acts, QMatrix, Q4_K_BYTES, Q5_0_BYTES, Q8_0_BYTES, QK, QK_K,
+};
 use crate::LoadError;
 
 /// How rotary embeddings pair the values of a head.
@@ -100,11 +102,13 @@ struct Layer {
 }
 
 /// A projection's weights in the layouts its passes read. Prompts and scoring run many tokens
-/// through each weight they load, so they read Q8_0 (the fastest integer product); a generated
-/// token reads every weight once for itself, so its pass is bound by the bytes read, and reads
-/// the file's Q4_K at 4 bits where there is one (Q6_K is still read as Q8_0). The two
-/// roundings differ slightly, so a token's logits alone and in a batch differ by about what
-/// the two kernels' orders do.
+/// through each weight they load, so on the VNNI kernels they read Q8_0 (their fastest integer
+/// product); a generated token reads every weight once for itself, so its pass is bound by the
+/// bytes read, and reads the file's Q4_K at 4 bits where there is one (Q6_K is still read as
+/// Q8_0). The two roundings differ slightly, so a token's logits alone and in a batch differ
+/// by about what the two kernels' orders do. On AVX2 the 4-bit kernel is the faster one for
+/// prompts too, and a Q4_K projection is held only at 4 bits; a Q5_0 one is held twice, in
+/// panels of bytes for prompts and at 5 bits for one token.
 struct Linear {
     many: QMatrix,
     one: Option<QMatrix>,
@@ -252,20 +256,37 @@ impl Tensors<'_> {
     }
 
     /// Matrices stacked as [`Tensors::stacked`] for passes of several tokens and, where the
-    /// file holds them all as Q4_K, also kept at 4 bits for one-token passes.
+    /// file holds them all as Q4_K, also kept at 4 bits for one-token passes; on AVX2, whose
+    /// 4-bit kernel is faster than its 8-bit one for prompts too, only at 4 bits. AVX2 reads
+    /// 5-bit matrices from panels of bytes in prompts, and one token's pass, bound by the bytes
+    /// it reads, from the 5-bit groups.
     fn linear(&mut self, names: &[&str]) -> Result<Linear, LoadError> {
-        let many = self.stacked(names)?;
         let infos = &self.content.tensor_infos;
-        let one = if names.iter().all(|n| infos[*n].ggml_dtype == GgmlDType::Q4K) {
-            let mut raw = Vec::new();
-            for name in names {
-                raw.extend(self.raw(name, QK_K, Q4_K_BYTES)?);
-            }
-            Some(QMatrix::from_q4_k(many.rows, many.cols, &raw).prepared(self.cpu, false))
-        } else {
-            None
-        };
-        Ok(Linear { many, one })
+        if !names.iter().all(|n| infos[*n].ggml_dtype == GgmlDType::Q4K) {
+            let groups = self.unprepared(names)?;
+            let one = (self.cpu == Cpu::Avx2 && groups.kind == Kind::Q5).then(|| groups.clone());
+            let many = groups.prepared(self.cpu, false);
+            return Ok(Linear { many, one });
+        }
+        let (mut rows, mut cols, mut raw) = (0, 0, Vec::new());
+        for name in names {
+            let (r, c) = self.shape(name)?;
+            rows += r;
+            cols = c;
+            raw.extend(self.raw(name, QK_K, Q4_K_BYTES)?);
+        }
+        let four = QMatrix::from_q4_k(rows, cols, &raw).prepared(self.cpu, false);
+        if self.cpu == Cpu::Avx2 {
+            return Ok(Linear {
+                many: four,
+                one: None,
+            });
+        }
+        let many = self.stacked(names)?;
+        Ok(Linear {
+            many,
+            one: Some(four),
+        })
     }
 
     /// A matrix whose rows are also read one at a time (the embeddings).
