@@ -360,6 +360,38 @@ impl Panel {
     }
 }
 
+/// Bytes of panels walked together: the chunk stays in L2 while every token passes over it.
+const PANEL_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The tiles of a product over panels `p0..p1` of `w` (repacked as `p`), in the order the
+/// panel kernels compute them: chunks of [`PANEL_CHUNK_BYTES`], within a chunk up to `tile`
+/// tokens at a time, and `per_panel` units of each panel (1, or 2 half-panels of 8 rows for
+/// 256-bit registers). Calls `f(unit, t0, n)` for tokens `t0..t0 + n`.
+fn for_panel_tiles(
+    w: &QMatrix,
+    p: &Panel,
+    tokens: usize,
+    (p0, p1): (usize, usize),
+    (tile, per_panel): (usize, usize),
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let panel_bytes = p.bytes() / w.rows.div_ceil(PANEL);
+    let chunk = (PANEL_CHUNK_BYTES / panel_bytes).max(1);
+    let mut c0 = p0;
+    while c0 < p1 {
+        let c1 = (c0 + chunk).min(p1);
+        let mut t0 = 0;
+        while t0 < tokens {
+            let n = (tokens - t0).min(tile);
+            for unit in per_panel * c0..per_panel * c1 {
+                f(unit, t0, n);
+            }
+            t0 += n;
+        }
+        c0 = c1;
+    }
+}
+
 /// GGUF Q8_0 blocks of `values` (a whole number of blocks), rounded as GGUF's quantizer does.
 pub fn quantize_q8_0(values: &[f32]) -> Vec<u8> {
     let mut raw = Vec::with_capacity(values.len() / QK * Q8_0_BYTES);

@@ -213,8 +213,6 @@ unsafe fn tile_u<const N: usize, const HIGH: bool>(
 /// Tokens per panel tile: 4 × 16-bit sums and 4 accumulators, the weights and the constants
 /// fill the 16 registers.
 const PANEL_TILE: usize = 4;
-/// Panels per cache chunk, as in the VNNI kernels.
-const PANEL_CHUNK_BYTES: usize = 256 * 1024;
 /// Rows per half-panel: one 32-bit lane each in a 256-bit register.
 const HALF: usize = PANEL / 2;
 
@@ -238,33 +236,21 @@ pub(super) unsafe fn matmul_panels(
         p.offset.is_none_or(|o| o == 16),
         "8-bit panels overflow the AVX2 kernel's 16-bit sums"
     );
-    let panel_bytes = p.bytes() / w.rows.div_ceil(PANEL);
-    let chunk = (PANEL_CHUNK_BYTES / panel_bytes).max(1);
-    let mut c0 = p0;
-    while c0 < p1 {
-        let c1 = (c0 + chunk).min(p1);
-        let mut t0 = 0;
-        while t0 < a.tokens {
-            let n = (a.tokens - t0).min(PANEL_TILE);
-            for half in 2 * c0..2 * c1 {
-                // SAFETY: half / 2 < panels and t0 + n <= tokens; the caller owns the outputs.
-                unsafe {
-                    match (p.offset.is_none(), n) {
-                        (true, 4) => panel_tile::<4, true>(w, p, a, half, t0, out, ldo),
-                        (true, 3) => panel_tile::<3, true>(w, p, a, half, t0, out, ldo),
-                        (true, 2) => panel_tile::<2, true>(w, p, a, half, t0, out, ldo),
-                        (true, _) => panel_tile::<1, true>(w, p, a, half, t0, out, ldo),
-                        (false, 4) => panel_tile::<4, false>(w, p, a, half, t0, out, ldo),
-                        (false, 3) => panel_tile::<3, false>(w, p, a, half, t0, out, ldo),
-                        (false, 2) => panel_tile::<2, false>(w, p, a, half, t0, out, ldo),
-                        (false, _) => panel_tile::<1, false>(w, p, a, half, t0, out, ldo),
-                    }
-                }
+    for_panel_tiles(w, p, a.tokens, (p0, p1), (PANEL_TILE, 2), |half, t0, n| {
+        // SAFETY: half / 2 < panels and t0 + n <= tokens; the caller owns the outputs.
+        unsafe {
+            match (p.offset.is_none(), n) {
+                (true, 4) => panel_tile::<4, true>(w, p, a, half, t0, out, ldo),
+                (true, 3) => panel_tile::<3, true>(w, p, a, half, t0, out, ldo),
+                (true, 2) => panel_tile::<2, true>(w, p, a, half, t0, out, ldo),
+                (true, _) => panel_tile::<1, true>(w, p, a, half, t0, out, ldo),
+                (false, 4) => panel_tile::<4, false>(w, p, a, half, t0, out, ldo),
+                (false, 3) => panel_tile::<3, false>(w, p, a, half, t0, out, ldo),
+                (false, 2) => panel_tile::<2, false>(w, p, a, half, t0, out, ldo),
+                (false, _) => panel_tile::<1, false>(w, p, a, half, t0, out, ldo),
             }
-            t0 += n;
         }
-        c0 = c1;
-    }
+    });
 }
 
 /// Half-panel `half` (rows `8 half..`) times `N` tokens from `t0`. Each `vpmaddubsw` puts two
@@ -363,9 +349,29 @@ unsafe fn panel_tile<const N: usize, const U4: bool>(
             }
         }
         let r0 = pi * PANEL + HALF * side;
-        let rows = w.rows.saturating_sub(r0).min(HALF);
-        for (t, acc) in acc.iter().enumerate() {
-            // SAFETY: the caller owns these outputs: token t0 + t, rows r0.. below w.rows.
+        store_half(&acc, w.rows, r0, t0, out, ldo);
+    }
+}
+
+/// Stores a half-panel tile: token `t0 + t`'s sums `acc[t]` at rows `r0..r0 + 8`, those at
+/// or past `rows` (the last panel's padding) left out.
+///
+/// # Safety
+/// The CPU must have AVX2; the caller owns these outputs (`out` as in [`super::matmul`]).
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) unsafe fn store_half(
+    acc: &[__m256],
+    rows: usize,
+    r0: usize,
+    t0: usize,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let rows = rows.saturating_sub(r0).min(HALF);
+    for (t, acc) in acc.iter().enumerate() {
+        // SAFETY: the caller owns these outputs: token t0 + t, rows r0.. below `rows`.
+        unsafe {
             let dst = out.add((t0 + t) * ldo + r0);
             if rows == HALF {
                 _mm256_storeu_ps(dst, *acc);

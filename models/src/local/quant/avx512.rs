@@ -2,13 +2,11 @@
 //! on 512-bit registers with one row per 32-bit lane, so a block's integer sums need no
 //! horizontal adds; each block's sums then meet their scales in f32.
 
-use super::{Panel, Q8Acts, QMatrix, PANEL, QK};
+use super::{for_panel_tiles, Panel, Q8Acts, QMatrix, PANEL, QK};
 use std::arch::x86_64::*;
 
 /// Tokens per tile: each line of weights loaded serves this many tokens (16 accumulators).
 const TILE: usize = 8;
-/// Panels per cache chunk: the chunk stays in L2 while every token passes over it.
-const CHUNK_BYTES: usize = 256 * 1024;
 
 /// [`super::matmul`] over panels `p0..p1`.
 ///
@@ -25,41 +23,29 @@ pub(super) unsafe fn matmul(
     out: *mut f32,
     ldo: usize,
 ) {
-    let panel_bytes = p.bytes() / w.rows.div_ceil(PANEL);
-    let chunk = (CHUNK_BYTES / panel_bytes).max(1);
-    let mut c0 = p0;
-    while c0 < p1 {
-        let c1 = (c0 + chunk).min(p1);
-        let mut t0 = 0;
-        while t0 < a.tokens {
-            let n = (a.tokens - t0).min(TILE);
-            for pi in c0..c1 {
-                // SAFETY: pi < panels and t0 + n <= tokens; the caller owns the outputs.
-                unsafe {
-                    match (p.offset.is_some(), n) {
-                        (true, 8) => tile::<8, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 7) => tile::<7, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 6) => tile::<6, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 5) => tile::<5, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 4) => tile::<4, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 3) => tile::<3, false>(w, p, a, pi, t0, out, ldo),
-                        (true, 2) => tile::<2, false>(w, p, a, pi, t0, out, ldo),
-                        (true, _) => tile::<1, false>(w, p, a, pi, t0, out, ldo),
-                        (false, 8) => tile::<8, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 7) => tile::<7, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 6) => tile::<6, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 5) => tile::<5, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 4) => tile::<4, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 3) => tile::<3, true>(w, p, a, pi, t0, out, ldo),
-                        (false, 2) => tile::<2, true>(w, p, a, pi, t0, out, ldo),
-                        (false, _) => tile::<1, true>(w, p, a, pi, t0, out, ldo),
-                    }
-                }
+    for_panel_tiles(w, p, a.tokens, (p0, p1), (TILE, 1), |pi, t0, n| {
+        // SAFETY: pi < panels and t0 + n <= tokens; the caller owns the outputs.
+        unsafe {
+            match (p.offset.is_some(), n) {
+                (true, 8) => tile::<8, false>(w, p, a, pi, t0, out, ldo),
+                (true, 7) => tile::<7, false>(w, p, a, pi, t0, out, ldo),
+                (true, 6) => tile::<6, false>(w, p, a, pi, t0, out, ldo),
+                (true, 5) => tile::<5, false>(w, p, a, pi, t0, out, ldo),
+                (true, 4) => tile::<4, false>(w, p, a, pi, t0, out, ldo),
+                (true, 3) => tile::<3, false>(w, p, a, pi, t0, out, ldo),
+                (true, 2) => tile::<2, false>(w, p, a, pi, t0, out, ldo),
+                (true, _) => tile::<1, false>(w, p, a, pi, t0, out, ldo),
+                (false, 8) => tile::<8, true>(w, p, a, pi, t0, out, ldo),
+                (false, 7) => tile::<7, true>(w, p, a, pi, t0, out, ldo),
+                (false, 6) => tile::<6, true>(w, p, a, pi, t0, out, ldo),
+                (false, 5) => tile::<5, true>(w, p, a, pi, t0, out, ldo),
+                (false, 4) => tile::<4, true>(w, p, a, pi, t0, out, ldo),
+                (false, 3) => tile::<3, true>(w, p, a, pi, t0, out, ldo),
+                (false, 2) => tile::<2, true>(w, p, a, pi, t0, out, ldo),
+                (false, _) => tile::<1, true>(w, p, a, pi, t0, out, ldo),
             }
-            t0 += n;
         }
-        c0 = c1;
-    }
+    });
 }
 
 /// Panel `pi` (16 rows) times `N` tokens from `t0`; `U4`: nibbles with f32 scales and

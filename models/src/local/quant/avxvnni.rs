@@ -3,13 +3,11 @@
 //! the scalar kernel only where the CPU has AVX-VNNI (Intel since Alder Lake and Sapphire
 //! Rapids, AMD since Zen 5).
 
-use super::{Panel, Q8Acts, QMatrix, PANEL, QK};
+use super::{for_panel_tiles, Panel, Q8Acts, QMatrix, PANEL, QK};
 use std::arch::x86_64::*;
 
 /// Tokens per tile: 16 registers hold 2 × 4 accumulators, the weights and the constants.
 const TILE: usize = 4;
-/// Panels per cache chunk, as in the AVX-512 kernel.
-const CHUNK_BYTES: usize = 256 * 1024;
 /// Rows per half-panel: one 32-bit lane each in a 256-bit register.
 const HALF: usize = PANEL / 2;
 
@@ -28,33 +26,21 @@ pub(super) unsafe fn matmul(
     out: *mut f32,
     ldo: usize,
 ) {
-    let panel_bytes = p.bytes() / w.rows.div_ceil(PANEL);
-    let chunk = (CHUNK_BYTES / panel_bytes).max(1);
-    let mut c0 = p0;
-    while c0 < p1 {
-        let c1 = (c0 + chunk).min(p1);
-        let mut t0 = 0;
-        while t0 < a.tokens {
-            let n = (a.tokens - t0).min(TILE);
-            for half in 2 * c0..2 * c1 {
-                // SAFETY: half / 2 < panels and t0 + n <= tokens; the caller owns the outputs.
-                unsafe {
-                    match (p.offset.is_some(), n) {
-                        (true, 4) => tile::<4, false>(w, p, a, half, t0, out, ldo),
-                        (true, 3) => tile::<3, false>(w, p, a, half, t0, out, ldo),
-                        (true, 2) => tile::<2, false>(w, p, a, half, t0, out, ldo),
-                        (true, _) => tile::<1, false>(w, p, a, half, t0, out, ldo),
-                        (false, 4) => tile::<4, true>(w, p, a, half, t0, out, ldo),
-                        (false, 3) => tile::<3, true>(w, p, a, half, t0, out, ldo),
-                        (false, 2) => tile::<2, true>(w, p, a, half, t0, out, ldo),
-                        (false, _) => tile::<1, true>(w, p, a, half, t0, out, ldo),
-                    }
-                }
+    for_panel_tiles(w, p, a.tokens, (p0, p1), (TILE, 2), |half, t0, n| {
+        // SAFETY: half / 2 < panels and t0 + n <= tokens; the caller owns the outputs.
+        unsafe {
+            match (p.offset.is_some(), n) {
+                (true, 4) => tile::<4, false>(w, p, a, half, t0, out, ldo),
+                (true, 3) => tile::<3, false>(w, p, a, half, t0, out, ldo),
+                (true, 2) => tile::<2, false>(w, p, a, half, t0, out, ldo),
+                (true, _) => tile::<1, false>(w, p, a, half, t0, out, ldo),
+                (false, 4) => tile::<4, true>(w, p, a, half, t0, out, ldo),
+                (false, 3) => tile::<3, true>(w, p, a, half, t0, out, ldo),
+                (false, 2) => tile::<2, true>(w, p, a, half, t0, out, ldo),
+                (false, _) => tile::<1, true>(w, p, a, half, t0, out, ldo),
             }
-            t0 += n;
         }
-        c0 = c1;
-    }
+    });
 }
 
 /// Half-panel `half` (rows `8 half..`) times `N` tokens from `t0`, as the AVX-512 tile.
@@ -136,19 +122,6 @@ unsafe fn tile<const N: usize, const U4: bool>(
             }
         }
         let r0 = pi * PANEL + HALF * side;
-        let rows = w.rows.saturating_sub(r0).min(HALF);
-        for (t, acc) in acc.iter().enumerate() {
-            // SAFETY: the caller owns these outputs: token t0 + t, rows r0.. below w.rows.
-            let dst = out.add((t0 + t) * ldo + r0);
-            if rows == HALF {
-                _mm256_storeu_ps(dst, *acc);
-            } else {
-                let mut v = [0f32; HALF];
-                _mm256_storeu_ps(v.as_mut_ptr(), *acc);
-                for (r, v) in v.iter().enumerate().take(rows) {
-                    *dst.add(r) = *v;
-                }
-            }
-        }
+        super::avx2::store_half(&acc, w.rows, r0, t0, out, ldo);
     }
 }
