@@ -1,4 +1,5 @@
-"""HotpotQA-100's supporting passages only: the corpus of the reader-ceiling runs.
+"""A data set's supporting passages only (those its questions' `supporting_ids` name): the
+corpus of the reader-ceiling runs.
 Usage: gold_corpus.py ../shared/data/hotpotqa-100 > corpus.jsonl"""
 import json
 import sys
