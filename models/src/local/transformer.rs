@@ -271,6 +271,9 @@ impl Tensors<'_> {
         let (mut rows, mut cols, mut raw) = (0, 0, Vec::new());
         for name in names {
             let (r, c) = self.shape(name)?;
+            if rows > 0 && c != cols {
+                return Err(LoadError::Format(format!("`{name}` has {c} columns")));
+            }
             rows += r;
             cols = c;
             raw.extend(self.raw(name, QK_K, Q4_K_BYTES)?);
