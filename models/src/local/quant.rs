@@ -58,7 +58,6 @@ impl Kind {
         }
     }
 
-    /// Where the rows' values start in a group block.
     /// Whether `cpu`'s kernels read matrices of this kind from [`Panel`]s: the VNNI ones
     /// read every kind so; the AVX2 one the 4- and 5-bit kinds, whose products fit its 16-bit
     /// sums.
@@ -66,6 +65,7 @@ impl Kind {
         cpu.panels() || (cpu == Cpu::Avx2 && self != Kind::Q8)
     }
 
+    /// Where the rows' values start in a group block.
     fn quants(self) -> usize {
         match self {
             Kind::Q8 => 2 * GROUP,

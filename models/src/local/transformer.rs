@@ -225,8 +225,30 @@ impl Tensors<'_> {
                     .map(|_| self.content.tensor_infos[*n].ggml_dtype)
             })
             .collect::<Result<_, _>>()?;
+        let q5 = dtypes.iter().all(|d| *d == GgmlDType::Q5_0);
+        let (rows, cols, raw) = self.stacked_raw(names, |t, name| {
+            if q5 {
+                t.raw(name, QK, Q5_0_BYTES)
+            } else {
+                Ok(t.q8_0(name)?.2)
+            }
+        })?;
+        Ok(if q5 {
+            QMatrix::from_q5_0(rows, cols, &raw)
+        } else {
+            QMatrix::from_q8_0(rows, cols, &raw)
+        })
+    }
+
+    /// The blocks `part` reads of each of `names`, stacked in order, with the rows they make
+    /// and their columns; matrices of different widths, or rows that are not whole 32-value
+    /// blocks, are errors.
+    fn stacked_raw(
+        &mut self,
+        names: &[&str],
+        mut part: impl FnMut(&mut Self, &str) -> Result<Vec<u8>, LoadError>,
+    ) -> Result<(usize, usize, Vec<u8>), LoadError> {
         let (mut rows, mut cols, mut raw) = (0, 0, Vec::new());
-        let same = dtypes.iter().all(|d| *d == dtypes[0]);
         for name in names {
             let (r, c) = self.shape(name)?;
             if rows > 0 && c != cols {
@@ -237,18 +259,11 @@ impl Tensors<'_> {
                     "rows of {c} values in `{name}`"
                 )));
             }
-            let part = match dtypes[0] {
-                GgmlDType::Q5_0 if same => self.raw(name, QK, Q5_0_BYTES)?,
-                _ => self.q8_0(name)?.2,
-            };
+            raw.extend(part(self, name)?);
             rows += r;
             cols = c;
-            raw.extend_from_slice(&part);
         }
-        Ok(match dtypes[0] {
-            GgmlDType::Q5_0 if same => QMatrix::from_q5_0(rows, cols, &raw),
-            _ => QMatrix::from_q8_0(rows, cols, &raw),
-        })
+        Ok((rows, cols, raw))
     }
 
     pub fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
@@ -268,16 +283,7 @@ impl Tensors<'_> {
             let many = groups.prepared(self.cpu, false);
             return Ok(Linear { many, one });
         }
-        let (mut rows, mut cols, mut raw) = (0, 0, Vec::new());
-        for name in names {
-            let (r, c) = self.shape(name)?;
-            if rows > 0 && c != cols {
-                return Err(LoadError::Format(format!("`{name}` has {c} columns")));
-            }
-            rows += r;
-            cols = c;
-            raw.extend(self.raw(name, QK_K, Q4_K_BYTES)?);
-        }
+        let (rows, cols, raw) = self.stacked_raw(names, |t, name| t.raw(name, QK_K, Q4_K_BYTES))?;
         let four = QMatrix::from_q4_k(rows, cols, &raw).prepared(self.cpu, false);
         if self.cpu == Cpu::Avx2 {
             return Ok(Linear {
