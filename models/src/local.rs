@@ -4,6 +4,7 @@
 
 mod attention;
 mod cpu;
+mod kquant;
 mod llama;
 mod pool;
 mod quant;

@@ -413,21 +413,12 @@ pub fn q4_k_blocks(src: &[u8]) -> Vec<u8> {
         let d = f16_to_f32(u16::from_le_bytes([sb[0], sb[1]]));
         let dmin = f16_to_f32(u16::from_le_bytes([sb[2], sb[3]]));
         let (scales, qs) = (&sb[4..16], &sb[16..]);
-        // Sub-block j's 6-bit scale and minimum, packed as GGUF packs them.
-        let scale_min = |j: usize| -> (u8, u8) {
-            if j < 4 {
-                (scales[j] & 63, scales[j + 4] & 63)
-            } else {
-                (
-                    (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4),
-                    (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
-                )
-            }
-        };
+        let (sc, m) = super::kquant::q4_k_scales(scales);
         // 32 bytes of qs hold two sub-blocks: the low nibbles, then the high ones.
         for (pair, bytes) in qs.chunks_exact(32).enumerate() {
             for high in [false, true] {
-                let (sc, m) = scale_min(2 * pair + high as usize);
+                let j = 2 * pair + high as usize;
+                let (sc, m) = (sc[j], m[j]);
                 out.extend_from_slice(&(d * sc as f32).to_le_bytes());
                 out.extend_from_slice(&(-(dmin * m as f32)).to_le_bytes());
                 let v = |i: usize| if high { bytes[i] >> 4 } else { bytes[i] & 0xf };
@@ -541,6 +532,14 @@ impl ActsWriter {
     }
 }
 
+/// `x` (within ±127.5) rounded to the nearest integer, ties to even, without a libm call:
+/// adding 1.5 · 2^23 leaves the integer in the low mantissa bits.
+#[inline]
+pub fn nearest(x: f32) -> i8 {
+    let r = x + 12_582_912.0;
+    (r.to_bits() as i32 - 0x4b40_0000) as i8
+}
+
 /// Q8_0 quantization of activations as llama.cpp does it: scale `amax / 127` rounded to f16,
 /// values `x * 127 / amax` rounded to nearest.
 fn quantize_row(
@@ -559,10 +558,7 @@ fn quantize_row(
         let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
         *d_out = f16_to_f32(f32_to_f16(amax / 127.0));
         for (q, &x) in q.iter_mut().zip(block) {
-            // Round to nearest even without a libm call: adding 1.5 * 2^23 leaves the integer
-            // in the low mantissa bits.
-            let r = x * id + 12_582_912.0;
-            *q = (r.to_bits() as i32 - 0x4b40_0000) as i8;
+            *q = nearest(x * id);
         }
         *isum_out = q.iter().map(|&q| q as i32).sum::<i32>();
         *sum_out = *d_out * *isum_out as f32;

@@ -10,6 +10,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
 use super::attention::{self, Heads};
+use super::kquant::{KActs, KKind, KMatrix, Q6_K_BYTES};
 use super::pool::{share, Pool, SyncPtr};
 use super::quant::{
     self, Cpu, Kind, Q8Acts, QMatrix, Q4_K_BYTES, Q5_0_BYTES, Q8_0_BYTES, QK, QK_K,
@@ -104,27 +105,32 @@ struct Layer {
 /// A projection's weights in the layouts its passes read. Prompts and scoring run many tokens
 /// through each weight they load, so on the VNNI kernels they read Q8_0 (their fastest integer
 /// product); a generated token reads every weight once for itself, so its pass is bound by the
-/// bytes read, and reads the file's Q4_K at 4 bits where there is one (Q6_K is still read as
-/// Q8_0). The two roundings differ slightly, so a token's logits alone and in a batch differ
-/// by about what the two kernels' orders do. On AVX2 the 4-bit kernel is the faster one for
-/// prompts too, and a Q4_K projection is held only at 4 bits; a Q5_0 one is held twice, in
-/// panels of bytes for prompts and at 5 bits for one token.
+/// bytes read, and reads the file's Q4_K and Q6_K blocks as stored where the projection is
+/// made of them ([`KMatrix`]). The roundings differ slightly, so a token's logits alone and in
+/// a batch differ by about what the kernels' orders do. On AVX2 the 4-bit kernel is the faster
+/// one for prompts too, and prompts read a Q4_K projection at 4 bits; a Q5_0 one is held twice,
+/// in panels of bytes for prompts and at 5 bits for one token.
 struct Linear {
     many: QMatrix,
-    one: Option<QMatrix>,
+    one: Option<One>,
+}
+
+/// What a one-token pass reads instead of [`Linear::many`].
+enum One {
+    /// 5-bit groups (AVX2).
+    Groups(QMatrix),
+    /// K-quant rows as the file stores them.
+    Rows(KMatrix),
 }
 
 impl Linear {
-    /// The matrix a pass of `tokens` tokens reads.
-    fn for_tokens(&self, tokens: usize) -> &QMatrix {
-        match &self.one {
-            Some(one) if tokens == 1 => one,
-            _ => &self.many,
-        }
-    }
-
     fn bytes(&self) -> usize {
-        self.many.bytes() + self.one.as_ref().map_or(0, QMatrix::bytes)
+        self.many.bytes()
+            + match &self.one {
+                None => 0,
+                Some(One::Groups(m)) => m.bytes(),
+                Some(One::Rows(m)) => m.bytes(),
+            }
     }
 }
 
@@ -136,7 +142,7 @@ pub struct Model {
     layers: Vec<Layer>,
     out_norm: Vec<f32>,
     /// `None`: the output projection is the embedding table (tied).
-    lm_head: Option<QMatrix>,
+    lm_head: Option<Linear>,
 }
 
 /// Reads tensors from a GGUF file.
@@ -216,15 +222,20 @@ impl Tensors<'_> {
         Ok(self.unprepared(names)?.prepared(self.cpu, false))
     }
 
-    /// As [`Tensors::stacked`], in 4-row groups whatever the kernels.
-    fn unprepared(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
-        let dtypes: Vec<GgmlDType> = names
+    /// The block types of `names`, which must all exist.
+    fn dtypes(&self, names: &[&str]) -> Result<Vec<GgmlDType>, LoadError> {
+        names
             .iter()
             .map(|n| {
                 self.shape(n)
                     .map(|_| self.content.tensor_infos[*n].ggml_dtype)
             })
-            .collect::<Result<_, _>>()?;
+            .collect()
+    }
+
+    /// As [`Tensors::stacked`], in 4-row groups whatever the kernels.
+    fn unprepared(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
+        let dtypes = self.dtypes(names)?;
         let q5 = dtypes.iter().all(|d| *d == GgmlDType::Q5_0);
         let (rows, cols, raw) = self.stacked_raw(names, |t, name| {
             if q5 {
@@ -266,36 +277,53 @@ impl Tensors<'_> {
         Ok((rows, cols, raw))
     }
 
-    pub fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
-        self.stacked(&[name])
-    }
-
     /// Matrices stacked as [`Tensors::stacked`] for passes of several tokens and, where the
-    /// file holds them all as Q4_K, also kept at 4 bits for one-token passes; on AVX2, whose
-    /// 4-bit kernel is faster than its 8-bit one for prompts too, only at 4 bits. AVX2 reads
-    /// 5-bit matrices from panels of bytes in prompts, and one token's pass, bound by the bytes
-    /// it reads, from the 5-bit groups.
+    /// file holds them all as Q4_K or Q6_K, also kept as stored for one-token passes. On AVX2,
+    /// whose 4-bit kernel is faster than its 8-bit one for prompts too, prompts read a
+    /// projection wholly of Q4_K at 4 bits; AVX2 reads 5-bit matrices from panels of bytes in
+    /// prompts, and one token's pass, bound by the bytes it reads, from the 5-bit groups.
     fn linear(&mut self, names: &[&str]) -> Result<Linear, LoadError> {
-        let infos = &self.content.tensor_infos;
-        if !names.iter().all(|n| infos[*n].ggml_dtype == GgmlDType::Q4K) {
+        let dtypes = self.dtypes(names)?;
+        let k_kind = |d: &GgmlDType| match d {
+            GgmlDType::Q4K => Some(KKind::Q4K),
+            GgmlDType::Q6K => Some(KKind::Q6K),
+            _ => None,
+        };
+        let kinds: Option<Vec<KKind>> = dtypes.iter().map(k_kind).collect();
+        let Some(kinds) = kinds else {
             let groups = self.unprepared(names)?;
-            let one = (self.cpu == Cpu::Avx2 && groups.kind == Kind::Q5).then(|| groups.clone());
+            let one = (self.cpu == Cpu::Avx2 && groups.kind == Kind::Q5)
+                .then(|| One::Groups(groups.clone()));
             let many = groups.prepared(self.cpu, false);
             return Ok(Linear { many, one });
+        };
+        let mut rows = None;
+        for (name, kind) in names.iter().zip(&kinds) {
+            let (_, cols) = self.shape(name)?;
+            if cols % QK_K != 0 {
+                return Err(LoadError::Format(format!(
+                    "rows of {cols} values in the K-quant `{name}`"
+                )));
+            }
+            let rows = rows.get_or_insert_with(|| KMatrix::new(cols));
+            if cols != rows.cols {
+                return Err(LoadError::Format(format!("`{name}` has {cols} columns")));
+            }
+            let raw = match kind {
+                KKind::Q4K => self.raw(name, QK_K, Q4_K_BYTES)?,
+                KKind::Q6K => self.raw(name, QK_K, Q6_K_BYTES)?,
+            };
+            rows.push(*kind, raw);
         }
-        let (rows, cols, raw) = self.stacked_raw(names, |t, name| t.raw(name, QK_K, Q4_K_BYTES))?;
-        let four = QMatrix::from_q4_k(rows, cols, &raw).prepared(self.cpu, false);
-        if self.cpu == Cpu::Avx2 {
-            return Ok(Linear {
-                many: four,
-                one: None,
-            });
-        }
-        let many = self.stacked(names)?;
-        Ok(Linear {
-            many,
-            one: Some(four),
-        })
+        let one = rows.map(One::Rows);
+        let many = if self.cpu == Cpu::Avx2 && kinds.iter().all(|k| *k == KKind::Q4K) {
+            let (rows, cols, raw) =
+                self.stacked_raw(names, |t, name| t.raw(name, QK_K, Q4_K_BYTES))?;
+            QMatrix::from_q4_k(rows, cols, &raw).prepared(self.cpu, false)
+        } else {
+            self.stacked(names)?
+        };
+        Ok(Linear { many, one })
     }
 
     /// A matrix whose rows are also read one at a time (the embeddings).
@@ -335,7 +363,7 @@ impl Model {
             });
         }
         let lm_head = if t.has("output.weight") {
-            Some(t.matrix("output.weight")?)
+            Some(t.linear(&["output.weight"])?)
         } else {
             None
         };
@@ -374,7 +402,7 @@ impl Model {
                 return bad("a block");
             }
         }
-        if self.lm_head.as_ref().is_some_and(|h| h.cols != c.dim) {
+        if self.lm_head.as_ref().is_some_and(|h| h.many.cols != c.dim) {
             return bad("the output projection");
         }
         Ok(())
@@ -392,7 +420,7 @@ impl Model {
             .iter()
             .map(|l| l.qkv.bytes() + l.out.bytes() + l.gate_up.bytes() + l.down.bytes())
             .sum();
-        layers + self.embed.bytes() + self.lm_head.as_ref().map_or(0, QMatrix::bytes)
+        layers + self.embed.bytes() + self.lm_head.as_ref().map_or(0, Linear::bytes)
     }
 }
 
@@ -416,6 +444,8 @@ pub struct State {
     att: Vec<f32>,
     gate_up: Vec<f32>,
     acts: Q8Acts,
+    /// One token's activations for the projections that keep K-quant rows.
+    kacts: KActs,
     /// Attention scores, `capacity` per thread and query head of a key/value group.
     scores: Vec<f32>,
     /// Each thread's scores in tiled attention.
@@ -583,6 +613,35 @@ fn matmul(cpu: Cpu, pool: &Pool, w: &QMatrix, acts: &Q8Acts, out: &mut [f32]) {
     });
 }
 
+/// `out = w · x` for the pass's tokens: from `acts` (`x` quantized in 32-value blocks), or,
+/// for one token where `w` keeps other weights for it, from those ([`Linear`]), the K-quant
+/// rows with `x` quantized again into `kacts`.
+fn project(
+    cpu: Cpu,
+    pool: &Pool,
+    w: &Linear,
+    (acts, kacts): (&Q8Acts, &mut KActs),
+    x: &[f32],
+    out: &mut [f32],
+) {
+    match &w.one {
+        Some(One::Rows(k)) if acts.tokens == 1 => {
+            kacts.quantize(&x[..k.cols]);
+            let kacts = &*kacts;
+            let ptr = SyncPtr(out.as_mut_ptr());
+            assert!(out.len() >= k.rows);
+            let n = pool.threads();
+            pool.run(&|i| {
+                let r = share(k.rows, i, n);
+                // SAFETY: each thread writes its own rows of `out`, which holds them all.
+                unsafe { k.matvec(cpu, kacts, r.start, r.end, ptr.get()) };
+            });
+        }
+        Some(One::Groups(g)) if acts.tokens == 1 => matmul(cpu, pool, g, acts, out),
+        _ => matmul(cpu, pool, &w.many, acts, out),
+    }
+}
+
 /// Quantizes `f(t, row)`'s output rows for every token into `acts`, split by tokens: `f`
 /// fills the `cols` values of token `t` (and may update that token's other buffers).
 fn quantize_with(
@@ -668,7 +727,7 @@ impl Model {
         state.reserve(c, pos + t_n, pool.threads(), tiled);
         let s = state;
         s.x.resize(t_n * dim, 0.0);
-        s.xn.resize(t_n * dim, 0.0);
+        s.xn.resize(t_n * dim.max(c.ffn_dim), 0.0);
         s.tmp.resize(t_n * dim.max(c.ffn_dim), 0.0);
         s.qkv.resize(t_n * qkv_dim, 0.0);
         s.att.resize(t_n * q_dim, 0.0);
@@ -708,13 +767,8 @@ impl Model {
                 }
                 rms_norm(xr, &layer.attn_norm, c.norm_eps, row);
             });
-            matmul(
-                self.cpu,
-                pool,
-                layer.qkv.for_tokens(t_n),
-                &s.acts,
-                &mut s.qkv,
-            );
+            let acts = (&s.acts, &mut s.kacts);
+            project(cpu, pool, &layer.qkv, acts, &s.xn, &mut s.qkv);
             // Biases, rotations, and the new keys and values into the cache.
             let (keys, values) = (&mut s.keys[li], &mut s.values[li]);
             for t in 0..t_n {
@@ -785,13 +839,8 @@ impl Model {
                     unsafe { writer.quantize(&att[r.start * q_dim..r.end * q_dim], r.start) };
                 });
             }
-            matmul(
-                self.cpu,
-                pool,
-                layer.out.for_tokens(t_n),
-                &s.acts,
-                &mut s.tmp,
-            );
+            let acts = (&s.acts, &mut s.kacts);
+            project(cpu, pool, &layer.out, acts, &s.att, &mut s.tmp);
             // x += attention output; normalise; quantize.
             let x = SyncPtr(s.x.as_mut_ptr());
             let tmp = &s.tmp;
@@ -803,29 +852,19 @@ impl Model {
                 }
                 rms_norm(xr, &layer.ffn_norm, c.norm_eps, row);
             });
-            matmul(
-                self.cpu,
-                pool,
-                layer.gate_up.for_tokens(t_n),
-                &s.acts,
-                &mut s.gate_up,
-            );
+            let acts = (&s.acts, &mut s.kacts);
+            project(cpu, pool, &layer.gate_up, acts, &s.xn, &mut s.gate_up);
             let ff = c.ffn_dim;
             let gate_up = &s.gate_up;
-            quantize_with(pool, &mut s.acts, &mut s.tmp, t_n, ff, &|t, row| {
+            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, ff, &|t, row| {
                 let gu = &gate_up[t * 2 * ff..(t + 1) * 2 * ff];
                 let (gate, up) = gu.split_at(ff);
                 for ((h, g), u) in row.iter_mut().zip(gate).zip(up) {
                     *h = silu(*g) * u;
                 }
             });
-            matmul(
-                self.cpu,
-                pool,
-                layer.down.for_tokens(t_n),
-                &s.acts,
-                &mut s.tmp,
-            );
+            let acts = (&s.acts, &mut s.kacts);
+            project(cpu, pool, &layer.down, acts, &s.xn, &mut s.tmp);
         }
         s.len = pos + t_n;
         // The last `tail` tokens only: final residual, norm, output projection.
@@ -840,9 +879,17 @@ impl Model {
         }
         s.acts.reset(tail, dim);
         s.acts.quantize(&xn);
-        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        let mut logits = vec![0f32; tail * head.rows];
-        matmul(self.cpu, pool, head, &s.acts, &mut logits);
-        logits
+        match &self.lm_head {
+            Some(head) => {
+                let mut logits = vec![0f32; tail * head.many.rows];
+                project(cpu, pool, head, (&s.acts, &mut s.kacts), &xn, &mut logits);
+                logits
+            }
+            None => {
+                let mut logits = vec![0f32; tail * self.embed.rows];
+                matmul(cpu, pool, &self.embed, &s.acts, &mut logits);
+                logits
+            }
+        }
     }
 }
