@@ -126,22 +126,27 @@ pub fn q4_k_scales(packed: &[u8]) -> ([u8; 8], [u8; 8]) {
     (sc, m)
 }
 
-/// Which of a super-block's 256 values the nibble at `at` of a kept Q4_K super-block holds
-/// (`at` counts low nibbles of a 32-byte group, then its high ones): byte `b` of group `g`
-/// holds values `8g + b % 4` (low) and `8g + 4 + b % 4` (high) of sub-block `b / 4`. So one
-/// 32-bit lane of a register holds values of one sub-block only, and one vector of scales serves
-/// every register of a super-block.
-const fn q4_k_value(at: usize) -> usize {
-    let (group, high, b) = (at / 64, (at / 32) % 2, at % 32);
-    32 * (b / 4) + 8 * group + 4 * high + b % 4
+/// Which of a super-block's 256 values the low (`high` 0) or high nibble of byte `b` of the
+/// 32-byte group `g` of a kept Q4_K super-block holds: values `8g + b % 4` (low) and
+/// `8g + 4 + b % 4` (high) of sub-block `b / 4`. So one 32-bit lane of a register holds values
+/// of one sub-block only, and one vector of scales serves every register of a super-block.
+const fn q4_k_value(g: usize, high: usize, b: usize) -> usize {
+    32 * (b / 4) + 8 * g + 4 * high + b % 4
 }
 
-/// [`q4_k_value`] of every position.
+/// Where the activation that nibble multiplies sits among [`KActs`]' reordered values: for
+/// each group, the low nibbles' 32 activations, then the high ones'.
+const fn q4_k_at(g: usize, high: usize, b: usize) -> usize {
+    64 * g + 32 * high + b
+}
+
+/// [`q4_k_value`] at each [`q4_k_at`].
 const Q4_K_ORDER: [u8; QK_K] = {
     let mut order = [0u8; QK_K];
     let mut at = 0;
     while at < QK_K {
-        order[at] = q4_k_value(at) as u8;
+        let (g, high, b) = (at / 64, (at / 32) % 2, at % 32);
+        order[q4_k_at(g, high, b)] = q4_k_value(g, high, b) as u8;
         at += 1;
     }
     order
@@ -165,8 +170,8 @@ fn q4_k_kept(sb: &[u8], out: &mut [u8]) {
     };
     for (b, o) in out[20..].iter_mut().enumerate() {
         let (group, byte) = (b / 32, b % 32);
-        let lo = value(q4_k_value(64 * group + byte));
-        let hi = value(q4_k_value(64 * group + 32 + byte));
+        let lo = value(q4_k_value(group, 0, byte));
+        let hi = value(q4_k_value(group, 1, byte));
         *o = lo | (hi << 4);
     }
 }
@@ -237,6 +242,25 @@ impl KMatrix {
         self.parts.iter().map(|p| p.data.len()).sum()
     }
 
+    /// The rows share `i` of `n` threads reads: contiguous, with as many bytes as the others
+    /// within a row (parts of different types cost different bytes a row).
+    pub fn share(&self, i: usize, n: usize) -> std::ops::Range<usize> {
+        let total = self.bytes();
+        let row_at = |target: usize| {
+            let (mut base, mut bytes) = (0, 0);
+            for part in &self.parts {
+                if bytes + part.data.len() >= target {
+                    let row_bytes = part.data.len() / part.rows.max(1);
+                    return base + (target - bytes).div_ceil(row_bytes.max(1)).min(part.rows);
+                }
+                base += part.rows;
+                bytes += part.data.len();
+            }
+            self.rows
+        };
+        row_at(total * i / n)..row_at(total * (i + 1) / n)
+    }
+
     /// `out[r] = row r · a` for rows `r0..r1`.
     ///
     /// # Safety
@@ -294,8 +318,8 @@ fn dot_q4_k(row: &[u8], a: &KActs) -> f32 {
         // Each 4 bytes hold 8 values of one sub-block.
         for (b, &q) in sb[20..].iter().enumerate() {
             let (group, byte) = (b / 32, b % 32);
-            let lo = (q & 0xf) as i32 * aq[64 * group + byte] as i32;
-            let hi = (q >> 4) as i32 * aq[64 * group + 32 + byte] as i32;
+            let lo = (q & 0xf) as i32 * aq[q4_k_at(group, 0, byte)] as i32;
+            let hi = (q >> 4) as i32 * aq[q4_k_at(group, 1, byte)] as i32;
             dots += sc[byte / 4] as i32 * (lo + hi);
         }
         let mins: i32 = (0..8)
@@ -419,6 +443,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn shares_cover_the_rows_and_balance_bytes() {
+        let cols = 256;
+        let mut w = KMatrix::new(cols);
+        w.push(KKind::Q4K, vec![0; 30 * Q4_K_BYTES]);
+        w.push(KKind::Q6K, vec![0; 10 * Q6_K_BYTES]);
+        for n in 1..5 {
+            let shares: Vec<_> = (0..n).map(|i| w.share(i, n)).collect();
+            assert_eq!(shares[0].start, 0);
+            assert_eq!(shares[n - 1].end, 40);
+            for pair in shares.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start);
+            }
+        }
+        // 30 rows of 148 bytes and 10 of 210: half the bytes (3,270) end in row 23.
+        assert_eq!(w.share(0, 2), 0..23);
+        assert_eq!(w.share(1, 2), 23..40);
     }
 
     /// The largest values and scales of both types against activations of the largest size

@@ -632,7 +632,7 @@ fn project(
             assert!(out.len() >= k.rows);
             let n = pool.threads();
             pool.run(&|i| {
-                let r = share(k.rows, i, n);
+                let r = k.share(i, n);
                 // SAFETY: each thread writes its own rows of `out`, which holds them all.
                 unsafe { k.matvec(cpu, kacts, r.start, r.end, ptr.get()) };
             });

@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{KActs, Q4_K_KEPT, Q6_K_BYTES};
+use super::{q4_k_at, KActs, Q4_K_KEPT, Q6_K_BYTES};
 use crate::local::quant::QK_K;
 
 /// How far ahead of the super-block being read the kernels ask for the next ones.
@@ -65,8 +65,8 @@ pub unsafe fn dot_q4_k(row: &[u8], a: &KActs) -> f32 {
                 let q = load(p.add(20 + 32 * group));
                 let lo = _mm256_and_si256(q, nibble);
                 let hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nibble);
-                let lo = _mm256_maddubs_epi16(lo, load(aq.add(64 * group)));
-                let hi = _mm256_maddubs_epi16(hi, load(aq.add(64 * group + 32)));
+                let lo = _mm256_maddubs_epi16(lo, load(aq.add(q4_k_at(group, 0, 0))));
+                let hi = _mm256_maddubs_epi16(hi, load(aq.add(q4_k_at(group, 1, 0))));
                 dots = _mm256_add_epi32(dots, _mm256_madd_epi16(_mm256_add_epi16(lo, hi), sc));
             }
             // (d, dmin) times the activations' scale.
