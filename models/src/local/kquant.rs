@@ -394,6 +394,17 @@ mod tests {
         Cpu::ALL.into_iter().filter(|c| c.supported()).collect()
     }
 
+    /// Every kernel the CPU has against the scalar one's `scalar`, within float rounding.
+    fn assert_kernels_agree(w: &KMatrix, a: &KActs, scalar: &[f32]) {
+        for cpu in kernels() {
+            let fast = product(cpu, w, a);
+            for (s, f) in scalar.iter().zip(&fast) {
+                let close = (s - f).abs() <= 1e-5 * (1.0 + s.abs());
+                assert!(close, "{}: {s} vs {f}", cpu.name());
+            }
+        }
+    }
+
     fn product(cpu: Cpu, w: &KMatrix, a: &KActs) -> Vec<f32> {
         let mut out = vec![f32::NAN; w.rows];
         let half = w.rows / 2;
@@ -432,16 +443,7 @@ mod tests {
                     "row {r}: {s} vs {want}"
                 );
             }
-            for cpu in kernels() {
-                let fast = product(cpu, &w, &a);
-                for (s, f) in scalar.iter().zip(&fast) {
-                    assert!(
-                        (s - f).abs() <= 1e-5 * (1.0 + s.abs()),
-                        "{}: {s} vs {f}",
-                        cpu.name()
-                    );
-                }
-            }
+            assert_kernels_agree(&w, &a, &scalar);
         }
     }
 
@@ -491,16 +493,7 @@ mod tests {
             let ad = 3.0 / 127.0;
             let q4_want = 2.0 * ad * sign * 127.0 * 256.0 * (0.01 * 63.0 * 15.0 - 0.02 * 63.0);
             assert!((scalar[0] - q4_want).abs() <= 1e-3 * q4_want.abs());
-            for cpu in kernels() {
-                let fast = product(cpu, &w, &a);
-                for (s, f) in scalar.iter().zip(&fast) {
-                    assert!(
-                        (s - f).abs() <= 1e-5 * (1.0 + s.abs()),
-                        "{}: {s} vs {f}",
-                        cpu.name()
-                    );
-                }
-            }
+            assert_kernels_agree(&w, &a, &scalar);
         }
     }
 }
