@@ -1,12 +1,13 @@
-//! K-quant matrices as the file stores them, for one-token passes. A generated token reads
-//! every weight once for itself, so its pass is bound by the bytes it reads: here a Q4_K
-//! matrix costs 4.5 bits a weight and a Q6_K one 6.56, as in the GGUF file, where the 32-value
-//! blocks of [`super::quant`] cost 6 (Q4_K) or 8.5 (Q6_K read as Q8_0). The super-blocks are
-//! kept row after row, as stored, and each row is one dot product with the token's
+//! K-quant matrices at the file's widths, for one-token passes. A generated token reads every
+//! weight once for itself, so its pass is bound by the bytes it reads: here a Q4_K matrix costs
+//! 4.6 bits a weight and a Q6_K one 6.56 (the file's 4.5 and 6.56), where the 32-value blocks
+//! of [`super::quant`] cost 6 (Q4_K) or 8.5 (Q6_K read as Q8_0). Rows of super-blocks are kept
+//! one after another: Q6_K's as stored, Q4_K's with their scales unpacked and their nibbles
+//! reordered once at load ([`q4_k_kept`]). Each row is one dot product with the token's
 //! activations quantized to 8 bits per 256 values ([`KActs`]), integer sums within a
 //! super-block and one float multiply after it. One kernel per instruction set: AVX2
-//! (`kquant/avx2.rs`, which every x86 set here includes: the pass is bound by memory, not by
-//! the width of the registers) and a scalar twin of the same integer arithmetic.
+//! (`kquant/avx2.rs`, which every x86 set here includes: the pass is bound by memory, and a
+//! 512-bit VNNI kernel measured no faster) and a scalar twin of the same integer arithmetic.
 
 use super::cpu::Cpu;
 use super::quant::{f16_to_f32, nearest, Q4_K_BYTES, QK_K};
