@@ -105,8 +105,8 @@ struct Layer {
 /// A projection's weights in the layouts its passes read. Prompts and scoring run many tokens
 /// through each weight they load, so on the VNNI kernels they read Q8_0 (their fastest integer
 /// product); a generated token reads every weight once for itself, so its pass is bound by the
-/// bytes read, and reads the file's Q4_K and Q6_K blocks as stored where the projection is
-/// made of them ([`KMatrix`]). The roundings differ slightly, so a token's logits alone and in
+/// bytes read, and reads Q4_K and Q6_K at the file's widths where the projection is made of
+/// them ([`KMatrix`]). The roundings differ slightly, so a token's logits alone and in
 /// a batch differ by about what the kernels' orders do. On AVX2 the 4-bit kernel is the faster
 /// one for prompts too, and prompts read a Q4_K projection at 4 bits; a Q5_0 one is held twice,
 /// in panels of bytes for prompts and at 5 bits for one token.
@@ -278,7 +278,7 @@ impl Tensors<'_> {
     }
 
     /// Matrices stacked as [`Tensors::stacked`] for passes of several tokens and, where the
-    /// file holds them all as Q4_K or Q6_K, also kept as stored for one-token passes. On AVX2,
+    /// file holds them all as Q4_K or Q6_K, also kept at its widths for one-token passes. On AVX2,
     /// whose 4-bit kernel is faster than its 8-bit one for prompts too, prompts read a
     /// projection wholly of Q4_K at 4 bits; AVX2 reads 5-bit matrices from panels of bytes in
     /// prompts, and one token's pass, bound by the bytes it reads, from the 5-bit groups.
