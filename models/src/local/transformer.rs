@@ -124,6 +124,12 @@ enum One {
 }
 
 impl Linear {
+    /// Whether a pass of `tokens` tokens reads the activations quantized in 32-value blocks
+    /// ([`Q8Acts`]): all but a one-token pass over K-quant rows, which quantizes its own.
+    fn reads_q8(&self, tokens: usize) -> bool {
+        tokens != 1 || !matches!(self.one, Some(One::Rows(_)))
+    }
+
     fn bytes(&self) -> usize {
         self.many.bytes()
             + match &self.one {
@@ -643,16 +649,19 @@ fn project(
 }
 
 /// Quantizes `f(t, row)`'s output rows for every token into `acts`, split by tokens: `f`
-/// fills the `cols` values of token `t` (and may update that token's other buffers).
+/// fills the `cols` values of token `t` (and may update that token's other buffers). Where
+/// the projection that reads them is `w` and it will not read `acts` ([`Linear::reads_q8`]),
+/// only `f` runs.
 fn quantize_with(
     pool: &Pool,
-    acts: &mut Q8Acts,
+    (acts, w): (&mut Q8Acts, &Linear),
     buf: &mut [f32],
     tokens: usize,
     cols: usize,
     f: &(dyn Fn(usize, &mut [f32]) + Sync),
 ) {
     acts.reset(tokens, cols);
+    let q8 = w.reads_q8(tokens);
     let writer = acts.writer();
     let ptr = SyncPtr(buf.as_mut_ptr());
     let n = pool.threads();
@@ -661,8 +670,10 @@ fn quantize_with(
             // SAFETY: token t's row of `buf` belongs to this thread alone.
             let row = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(t * cols), cols) };
             f(t, row);
-            // SAFETY: token t's quantized values are ours alone.
-            unsafe { writer.quantize(row, t) };
+            if q8 {
+                // SAFETY: token t's quantized values are ours alone.
+                unsafe { writer.quantize(row, t) };
+            }
         }
     });
 }
@@ -757,7 +768,8 @@ impl Model {
             let first = li == 0;
             let x = SyncPtr(s.x.as_mut_ptr());
             let tmp = &s.tmp;
-            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, dim, &|t, row| {
+            let acts = (&mut s.acts, &layer.qkv);
+            quantize_with(pool, acts, &mut s.xn, t_n, dim, &|t, row| {
                 // SAFETY: token t's row of x belongs to the thread handling t.
                 let xr = unsafe { std::slice::from_raw_parts_mut(x.get().add(t * dim), dim) };
                 if !first {
@@ -829,7 +841,7 @@ impl Model {
                 });
             }
             s.acts.reset(t_n, q_dim);
-            {
+            if layer.out.reads_q8(t_n) {
                 let writer = s.acts.writer();
                 let att = &s.att;
                 let n = pool.threads();
@@ -844,7 +856,8 @@ impl Model {
             // x += attention output; normalise; quantize.
             let x = SyncPtr(s.x.as_mut_ptr());
             let tmp = &s.tmp;
-            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, dim, &|t, row| {
+            let acts = (&mut s.acts, &layer.gate_up);
+            quantize_with(pool, acts, &mut s.xn, t_n, dim, &|t, row| {
                 // SAFETY: token t's row of x belongs to the thread handling t.
                 let xr = unsafe { std::slice::from_raw_parts_mut(x.get().add(t * dim), dim) };
                 for (x, d) in xr.iter_mut().zip(&tmp[t * dim..(t + 1) * dim]) {
@@ -856,7 +869,8 @@ impl Model {
             project(cpu, pool, &layer.gate_up, acts, &s.xn, &mut s.gate_up);
             let ff = c.ffn_dim;
             let gate_up = &s.gate_up;
-            quantize_with(pool, &mut s.acts, &mut s.xn, t_n, ff, &|t, row| {
+            let acts = (&mut s.acts, &layer.down);
+            quantize_with(pool, acts, &mut s.xn, t_n, ff, &|t, row| {
                 let gu = &gate_up[t * 2 * ff..(t + 1) * 2 * ff];
                 let (gate, up) = gu.split_at(ff);
                 for ((h, g), u) in row.iter_mut().zip(gate).zip(up) {
@@ -878,7 +892,9 @@ impl Model {
             rms_norm(&s.x[row], &self.out_norm, c.norm_eps, xn);
         }
         s.acts.reset(tail, dim);
-        s.acts.quantize(&xn);
+        if self.lm_head.as_ref().is_none_or(|h| h.reads_q8(tail)) {
+            s.acts.quantize(&xn);
+        }
         match &self.lm_head {
             Some(head) => {
                 let mut logits = vec![0f32; tail * head.many.rows];
